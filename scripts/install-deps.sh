@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of llmserve from Debian 12 packages.
+# Usage: scripts/install-deps.sh        (as root, or with sudo available)
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  # RPC and serialization
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  # Core libraries
+  libabsl-dev libdnnl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
+  libpcre2-dev nlohmann-json3-dev libutf8proc-dev
+  # Tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
