@@ -3,64 +3,25 @@
 //
 //   tokenizer_bench [--corpus=FILE] [google-benchmark flags]
 //
-// The default corpus is built from English text every Debian system has: the license
-// texts in /usr/share/common-licenses, then /usr/share/doc/*/copyright files in sorted
-// order, cut at 1 MiB. Reports bytes/s ("bytes_per_second") per tokenizer.
-#include <algorithm>
+// The default corpus is 1 MiB of English text every Debian system has
+// (tests/util/english_corpus.h: license texts, then the packages' copyright files).
+// Reports bytes/s ("bytes_per_second") per tokenizer.
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "model/tokenizer/tokenizer_loader.h"
-#include "model/tokenizer/utf8.h"
+#include "tests/util/english_corpus.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-constexpr size_t kCorpusBytes = 1 << 20;
 std::string g_corpus_path;
 
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string BuildCorpus() {
-  if (!g_corpus_path.empty()) return ReadAll(g_corpus_path);
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/usr/share/common-licenses", ec)) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  std::vector<fs::path> copyrights;
-  for (const auto& e : fs::directory_iterator("/usr/share/doc", ec)) {
-    fs::path c = e.path() / "copyright";
-    if (fs::is_regular_file(c, ec)) copyrights.push_back(c);
-  }
-  std::sort(copyrights.begin(), copyrights.end());
-  files.insert(files.end(), copyrights.begin(), copyrights.end());
-  std::string corpus;
-  for (const auto& f : files) {
-    if (!fs::is_regular_file(f, ec)) continue;
-    std::string text = ReadAll(f);
-    if (!llmserve::utf8::IsValid(text)) continue;
-    corpus += text;
-    if (corpus.size() >= kCorpusBytes) break;
-  }
-  corpus.resize(std::min(corpus.size(), kCorpusBytes));
-  // Do not end inside a character.
-  corpus.resize(llmserve::utf8::CompletePrefixLength(corpus));
-  return corpus;
-}
-
 const std::string& Corpus() {
-  static const std::string corpus = BuildCorpus();
+  static const std::string corpus =
+      g_corpus_path.empty() ? llmserve::testing::EnglishCorpus() : llmserve::testing::ReadWholeFile(g_corpus_path);
   return corpus;
 }
 
