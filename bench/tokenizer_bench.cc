@@ -25,9 +25,11 @@ const std::string& Corpus() {
   return corpus;
 }
 
+// LLMSERVE_TEST_ASSETS, relative to the source tree when relative (default ../shared).
 std::string AssetsRoot() {
   const char* env = std::getenv("LLMSERVE_TEST_ASSETS");
-  return env != nullptr && *env != '\0' ? env : "../shared";
+  const std::string root = env != nullptr && *env != '\0' ? env : "../shared";
+  return root[0] == '/' ? root : std::string(LLMSERVE_SOURCE_DIR) + "/" + root;
 }
 
 void EncodeCorpus(benchmark::State& state, const std::string& relative_path) {
