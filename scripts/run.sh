@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DLLMSERVE_BUILD_TESTS=OFF -DLLMSERVE_BUILD_BENCH=OFF
+cmake -S . -B build -G Ninja
 cmake --build build --parallel "$(nproc)" --target llminfo
 
 model="${MODEL:-../shared/models/llama2c/stories260K.bin}"

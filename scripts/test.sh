@@ -16,6 +16,6 @@ if [ "${LLMSERVE_SANITIZE:-0}" = "1" ]; then
   build_dir="${BUILD_DIR:-build-asan}"
 fi
 
-cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_SANITIZE="$sanitize" "$@"
+cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_SANITIZE="$sanitize" -DLLMSERVE_BUILD_TESTS=ON "$@"
 cmake --build "$build_dir" --parallel "$(nproc)"
 ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)"
