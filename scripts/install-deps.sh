@@ -12,6 +12,8 @@ PACKAGES=(
   libpcre2-dev nlohmann-json3-dev libutf8proc-dev
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # Tests: independent Python reference
+  python3-numpy
 )
 
 SUDO=""

@@ -1,0 +1,39 @@
+// Elementwise and row kernels of the transformer (f32 activations), vectorized with
+// AVX-512 where the CPU has it (runtime dispatch, scalar fallback), parallel over rows
+// with OpenMP where rows are many.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace llmserve {
+
+// y[r] = x[r] / rms(x[r]) * w, for `rows` rows of `dim`. y may alias x.
+void RmsNorm(const float* x, const float* w, int64_t rows, int64_t dim, float eps, float* y);
+
+// y[r] = (x[r] - mean) / sqrt(var + eps) * w + b. y may alias x.
+void LayerNorm(const float* x, const float* w, const float* b, int64_t rows, int64_t dim, float eps, float* y);
+
+// out[i] = silu(gate[i]) * up[i] for `n` elements (SwiGLU). out may alias gate.
+void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+
+// x[i] = gelu_tanh(x[i]) (GPT-2's "gelu_new").
+void GeluTanh(float* x, int64_t n);
+
+// y[i] += x[i].
+void AddInPlace(float* y, const float* x, int64_t n);
+
+// Inverse frequencies of RoPE for one head: rope_dim/2 values, with the config's
+// scaling (none, linear, llama3) applied.
+std::vector<float> RopeInvFreq(const ModelConfig& config);
+
+// Rotates `rows` rows of `heads` heads of `head_dim` values in place, row r at
+// position positions[r], the first `rope_dim` dims of each head, in `layout`:
+//   kInterleaved pairs (2i, 2i+1); kHalf pairs (i, i + rope_dim/2).
+// `row_stride` is the distance in floats between consecutive rows.
+void ApplyRope(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
+               const int32_t* positions, const std::vector<float>& inv_freq, RopeLayout layout);
+
+}  // namespace llmserve

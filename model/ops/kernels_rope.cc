@@ -1,0 +1,86 @@
+// Rotary position embedding: inverse frequencies (with Llama 3 / linear scaling) and the
+// rotation in both pair layouts. Angles are computed in float exactly as llama2.c's
+// run.c and HF transformers (float32) do: inv_freq = 1 / powf(theta, 2i / rope_dim),
+// angle = (float)pos * inv_freq, cosf/sinf.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "model/ops/kernels.h"
+
+namespace llmserve {
+
+namespace {
+// Rows below which the rotation stays on the calling thread.
+constexpr int64_t kParallelRows = 16;
+}  // namespace
+
+std::vector<float> RopeInvFreq(const ModelConfig& config) {
+  const int64_t rope_dim = config.rope_dim > 0 ? config.rope_dim : config.head_dim;
+  const int64_t half = rope_dim / 2;
+  std::vector<float> inv_freq(static_cast<size_t>(std::max<int64_t>(half, 0)));
+  for (int64_t i = 0; i < half; ++i) {
+    // run.c: 1.0f / powf(10000.0f, head_dim / (float)head_size) with head_dim = 2i.
+    inv_freq[i] = 1.0f / powf(config.rope_theta, static_cast<float>(2 * i) / static_cast<float>(rope_dim));
+  }
+  const RopeScaling& s = config.rope_scaling;
+  switch (s.kind) {
+    case RopeScalingKind::kNone:
+      break;
+    case RopeScalingKind::kLinear:
+      for (float& f : inv_freq) f /= s.factor;
+      break;
+    case RopeScalingKind::kLlama3: {
+      // HF transformers _compute_llama3_parameters: long wavelengths are slowed by
+      // `factor`, short ones are kept, the band between is interpolated smoothly.
+      const double orig = static_cast<double>(s.original_context);
+      const double low_freq_wavelen = orig / s.low_freq_factor;
+      const double high_freq_wavelen = orig / s.high_freq_factor;
+      for (float& f : inv_freq) {
+        const double inv = f;
+        const double wavelen = 2.0 * std::numbers::pi / inv;
+        double scaled;
+        if (wavelen > low_freq_wavelen) {
+          scaled = inv / s.factor;
+        } else if (wavelen < high_freq_wavelen) {
+          scaled = inv;
+        } else {
+          const double smooth = (orig / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+          scaled = (1.0 - smooth) * inv / s.factor + smooth * inv;
+        }
+        f = static_cast<float>(scaled);
+      }
+      break;
+    }
+  }
+  return inv_freq;
+}
+
+void ApplyRope(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
+               const int32_t* positions, const std::vector<float>& inv_freq, RopeLayout layout) {
+  const int64_t half = std::min<int64_t>(rope_dim / 2, static_cast<int64_t>(inv_freq.size()));
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * row_stride;
+    const float pos = static_cast<float>(positions[r]);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = pos * inv_freq[i];
+      const float fcr = cosf(angle);
+      const float fci = sinf(angle);
+      // Interleaved: (2i, 2i+1), as run.c. Half: (i, i + rope_dim/2), as HF rotate_half.
+      const int64_t a = layout == RopeLayout::kInterleaved ? 2 * i : i;
+      const int64_t b = layout == RopeLayout::kInterleaved ? 2 * i + 1 : i + rope_dim / 2;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = row + h * head_dim;
+        const float v0 = v[a];
+        const float v1 = v[b];
+        v[a] = v0 * fcr - v1 * fci;
+        v[b] = v0 * fci + v1 * fcr;
+      }
+    }
+  }
+}
+
+}  // namespace llmserve

@@ -1,0 +1,36 @@
+// Linear: y = x · Wᵀ (+ b) over all M rows of a step, as one oneDNN matmul.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "model/dtype.h"
+#include "model/model_weights.h"
+
+namespace llmserve {
+
+class DnnContext;  // model/ops/dnn_context.h: the oneDNN engine + stream
+
+// A packed weight matrix [out, in] with optional bias [out]. The weight is converted
+// once at creation to `compute` dtype (f32 or bf16) and reordered into oneDNN's
+// preferred blocked layout; matmul primitives are cached per M.
+// Not thread-safe (Engine thread only); Forward itself uses all configured threads.
+class Linear {
+ public:
+  virtual ~Linear() = default;
+
+  // Builds from a canonical [out, in] weight (f32/f16/bf16) and optional bias [out].
+  static absl::StatusOr<std::unique_ptr<Linear>> Create(DnnContext& ctx, const TensorView& weight,
+                                                        const TensorView* bias, DType compute);
+
+  // y[M, out] = x[M, in] · Wᵀ + b; x and y are f32 row-major, M >= 1.
+  virtual void Forward(const float* x, int64_t m, float* y) = 0;
+
+  virtual int64_t in_features() const = 0;
+  virtual int64_t out_features() const = 0;
+  // Bytes of the packed weight (what a decode step reads).
+  virtual size_t weight_bytes() const = 0;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,32 @@
+// Causal GQA attention straight from the paged KV cache, for a ragged batch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "model/kv_cache.h"
+
+namespace llmserve {
+
+// One sequence's part of the step.
+struct AttentionSeq {
+  int32_t row_start = 0;  // first row of this sequence in the batch
+  int32_t rows = 0;       // its rows this step (a prefill chunk, or 1 for decode)
+  int32_t context = 0;    // tokens cached after this step's K/V were written; its rows are
+                          // positions context-rows .. context-1
+  std::span<const int32_t> block_table;  // covers positions 0 .. context-1
+};
+
+// out[r, h, :] = softmax(q[r, h, :] · K[0..p]ᵀ * scale) · V[0..p] for each row r at
+// position p, over the sequence's cached K/V of layer `layer` (which must already hold
+// this step's tokens). Query head h uses KV head h / (num_heads / num_kv_heads); all
+// query heads of a KV head and all rows of the sequence share one pass over its blocks
+// with an online softmax (a chunk of more than ~64 (row, head) pairs is split into row
+// ranges, each its own pass). q and out: f32 [rows, num_heads, head_dim] with row
+// strides q_stride / out_stride (floats). Parallel (OpenMP) over (sequence, KV head,
+// row range); the result does not depend on the thread count or on the rest of the
+// batch (bit for bit). AVX-512 where the CPU has it, else scalar.
+void PagedAttention(const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs, const float* q,
+                    int64_t q_stride, int64_t num_heads, float scale, float* out, int64_t out_stride);
+
+}  // namespace llmserve

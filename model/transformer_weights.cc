@@ -1,0 +1,200 @@
+// Transformer::Create: packs a model's tensors for the forward pass (fused QKV and
+// gate|up linears, f32 norms, the embedding table kept in its file dtype).
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "model/ops/kernels.h"
+#include "model/transformer_internal.h"
+
+namespace llmserve {
+namespace {
+
+std::vector<float> ToF32(const TensorView& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  ConvertToF32(t.dtype, t.data, out.size(), out.data());
+  return out;
+}
+
+// A tensor built at load time (a concatenation), with the view onto its bytes.
+struct OwnedTensor {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+};
+
+// Stacks [rows_i, in] matrices (or [n_i] vectors) along the first dimension. Keeps the
+// common dtype when all parts share it, else converts everything to f32.
+OwnedTensor ConcatRows(const std::vector<const TensorView*>& parts, const std::string& name) {
+  DType dtype = parts.front()->dtype;
+  for (const TensorView* p : parts) {
+    if (p->dtype != dtype) dtype = DType::kF32;
+  }
+  OwnedTensor out;
+  int64_t rows = 0;
+  for (const TensorView* p : parts) rows += p->shape[0];
+  out.view.name = name;
+  out.view.dtype = dtype;
+  out.view.shape = parts.front()->shape;
+  out.view.shape[0] = rows;
+  out.view.nbytes = static_cast<size_t>(out.view.numel()) * DTypeSize(dtype);
+  out.bytes.resize(out.view.nbytes);
+  size_t offset = 0;
+  for (const TensorView* p : parts) {
+    if (p->dtype == dtype) {
+      std::memcpy(out.bytes.data() + offset, p->data, p->nbytes);
+      offset += p->nbytes;
+    } else {
+      const size_t n = static_cast<size_t>(p->numel());
+      ConvertToF32(p->dtype, p->data, n, reinterpret_cast<float*>(out.bytes.data() + offset));
+      offset += n * sizeof(float);
+    }
+  }
+  out.view.data = out.bytes.data();
+  return out;
+}
+
+// Biases are always handed to Linear as f32.
+OwnedTensor BiasF32(const std::vector<const TensorView*>& parts, const std::string& name) {
+  OwnedTensor out;
+  std::vector<float> all;
+  for (const TensorView* p : parts) {
+    std::vector<float> f = ToF32(*p);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  out.bytes.resize(all.size() * sizeof(float));
+  std::memcpy(out.bytes.data(), all.data(), out.bytes.size());
+  out.view = TensorView{name, DType::kF32, {static_cast<int64_t>(all.size())}, out.bytes.data(), out.bytes.size()};
+  return out;
+}
+
+class Packer {
+ public:
+  Packer(const ModelWeights& w, DnnContext& dnn, DType dtype) : w_(w), dnn_(dnn), dtype_(dtype) {}
+
+  const TensorView* Find(const std::string& name) const { return w_.Find(name); }
+  // A tensor CheckComplete guaranteed to be present.
+  const TensorView& Need(const std::string& name) const { return *w_.Find(name); }
+
+  std::vector<float> F32OrEmpty(const std::string& name) const {
+    const TensorView* t = w_.Find(name);
+    return t != nullptr ? ToF32(*t) : std::vector<float>();
+  }
+
+  // Packs weight rows `names` (stacked) with biases `bias_names` (empty: no bias).
+  absl::StatusOr<std::unique_ptr<Linear>> Pack(const std::vector<std::string>& names,
+                                               const std::vector<std::string>& bias_names) {
+    std::vector<const TensorView*> parts, bias_parts;
+    for (const std::string& n : names) parts.push_back(&Need(n));
+    for (const std::string& n : bias_names) bias_parts.push_back(&Need(n));
+    OwnedTensor bias;
+    if (!bias_parts.empty()) bias = BiasF32(bias_parts, bias_names.front());
+    const TensorView* bias_view = bias_parts.empty() ? nullptr : &bias.view;
+    if (parts.size() == 1) return Linear::Create(dnn_, *parts[0], bias_view, dtype_);
+    OwnedTensor fused = ConcatRows(parts, absl::StrCat(names.front(), "+", parts.size() - 1, " fused"));
+    return Linear::Create(dnn_, fused.view, bias_view, dtype_);
+  }
+
+ private:
+  const ModelWeights& w_;
+  DnnContext& dnn_;
+  DType dtype_;
+};
+
+absl::Status PackLayer(const ModelConfig& c, Packer& p, int64_t i, PackedLayer& layer) {
+  const std::string b = absl::StrCat("blk.", i, ".");
+  layer.attn_norm_w = ToF32(p.Need(b + "attn_norm.weight"));
+  layer.attn_norm_b = p.F32OrEmpty(b + "attn_norm.bias");
+  layer.ffn_norm_w = ToF32(p.Need(b + "ffn_norm.weight"));
+  layer.ffn_norm_b = p.F32OrEmpty(b + "ffn_norm.bias");
+
+  std::vector<std::string> qkv, qkv_bias;
+  if (c.arch == Architecture::kGpt2) {
+    qkv = {b + "attn_qkv.weight"};
+    if (c.qkv_bias) qkv_bias = {b + "attn_qkv.bias"};
+  } else {
+    qkv = {b + "attn_q.weight", b + "attn_k.weight", b + "attn_v.weight"};
+    if (c.qkv_bias) qkv_bias = {b + "attn_q.bias", b + "attn_k.bias", b + "attn_v.bias"};
+  }
+  auto assign = [](absl::StatusOr<std::unique_ptr<Linear>> r, std::unique_ptr<Linear>& out) {
+    if (!r.ok()) return r.status();
+    out = *std::move(r);
+    return absl::OkStatus();
+  };
+  auto bias_if = [&](bool has, const std::string& name) {
+    return has ? std::vector<std::string>{name} : std::vector<std::string>{};
+  };
+  if (auto s = assign(p.Pack(qkv, qkv_bias), layer.qkv); !s.ok()) return s;
+  if (auto s = assign(p.Pack({b + "attn_output.weight"}, bias_if(c.out_bias, b + "attn_output.bias")), layer.out);
+      !s.ok()) {
+    return s;
+  }
+  if (c.activation == Activation::kSilu) {
+    std::vector<std::string> bias;
+    if (c.mlp_bias) {
+      return absl::UnimplementedError(absl::StrCat(c.name, ": SwiGLU MLP with biases is not supported"));
+    }
+    if (auto s = assign(p.Pack({b + "ffn_gate.weight", b + "ffn_up.weight"}, bias), layer.gate_up); !s.ok()) return s;
+  } else {
+    if (auto s = assign(p.Pack({b + "ffn_up.weight"}, bias_if(c.mlp_bias, b + "ffn_up.bias")), layer.gate_up);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return assign(p.Pack({b + "ffn_down.weight"}, bias_if(c.mlp_bias, b + "ffn_down.bias")), layer.down);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelWeights& weights,
+                                                                 const RuntimeConfig& runtime) {
+  const ModelConfig& c = weights.config;
+  if (absl::Status s = runtime.Validate(); !s.ok()) return s;
+  if (absl::Status s = c.Validate(); !s.ok()) return s;
+  if (absl::Status s = weights.CheckComplete(c.name.empty() ? "model" : c.name); !s.ok()) return s;
+  ApplyThreadCount(runtime.threads);
+
+  auto impl = std::make_unique<TransformerImpl>();
+  impl->config_ = c;
+  auto dnn = DnnContext::Create();
+  if (!dnn.ok()) return dnn.status();
+  impl->dnn_ = *std::move(dnn);
+  Packer packer(weights, *impl->dnn_, runtime.weight_dtype);
+
+  const TensorView& embd = packer.Need("token_embd.weight");
+  impl->embd_dtype_ = embd.dtype;
+  impl->embd_.assign(embd.data, embd.data + embd.nbytes);
+  if (c.position == PositionKind::kLearned) impl->pos_embd_ = ToF32(packer.Need("position_embd.weight"));
+  if (c.position == PositionKind::kRope) impl->inv_freq_ = RopeInvFreq(c);
+
+  impl->layers_.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    if (absl::Status s = PackLayer(c, packer, i, impl->layers_[static_cast<size_t>(i)]); !s.ok()) return s;
+  }
+  impl->out_norm_w_ = ToF32(packer.Need("output_norm.weight"));
+  impl->out_norm_b_ = packer.F32OrEmpty("output_norm.bias");
+  if (c.norm == NormKind::kLayerNorm) {  // LayerNorm without a bias adds zeros
+    const size_t d = static_cast<size_t>(c.hidden_size);
+    for (PackedLayer& l : impl->layers_) {
+      if (l.attn_norm_b.empty()) l.attn_norm_b.assign(d, 0.0f);
+      if (l.ffn_norm_b.empty()) l.ffn_norm_b.assign(d, 0.0f);
+    }
+    if (impl->out_norm_b_.empty()) impl->out_norm_b_.assign(d, 0.0f);
+  }
+  auto head = packer.Pack({c.tied_embeddings ? "token_embd.weight" : "output.weight"}, {});
+  if (!head.ok()) return head.status();
+  impl->head_ = *std::move(head);
+  return std::unique_ptr<Transformer>(std::move(impl));
+}
+
+size_t TransformerImpl::weight_bytes() const {
+  size_t total = head_->weight_bytes();
+  for (const PackedLayer& l : layers_) {
+    total += l.qkv->weight_bytes() + l.out->weight_bytes() + l.gate_up->weight_bytes() + l.down->weight_bytes();
+  }
+  total += static_cast<size_t>(config_.hidden_size) * DTypeSize(embd_dtype_);  // one embedding row
+  if (!pos_embd_.empty()) total += static_cast<size_t>(config_.hidden_size) * sizeof(float);
+  return total;
+}
+
+}  // namespace llmserve

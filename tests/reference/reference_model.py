@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""An independent float64 numpy forward pass for decoder-only transformers, written
+from the papers' equations and HF transformers' documented conventions (not from
+llmserve's C++):
+
+  Llama family (Touvron et al. 2023; Mistral; Qwen2):
+    x = E[ids]
+    per layer:  h = RMSNorm(x) = x / sqrt(mean(x^2) + eps) * g
+                q, k, v = h Wq^T (+bq), h Wk^T (+bk), h Wv^T (+bv)     (Qwen2: biases)
+                RoPE (Su et al. 2021) on q, k, HF "rotate half" pairing (i, i + d/2)
+                GQA: query head j reads KV head j // (H / H_kv)
+                a = softmax(q k^T / sqrt(d) + causal mask) v;   x += a Wo^T
+                h = RMSNorm(x);  x += (silu(h Wg^T) * (h Wu^T)) Wd^T        (SwiGLU)
+    logits = RMSNorm(x) W_head^T, W_head = E when tied
+  GPT-2 (Radford et al. 2019):
+    x = wte[ids] + wpe[positions]
+    per layer:  h = LayerNorm(x); q|k|v = h W_attn + b   (Conv1D: W is [in, out])
+                x += softmax(q k^T / sqrt(d) + mask) v W_proj + b
+                h = LayerNorm(x); x += gelu_tanh(h W_fc + b) W_proj2 + b
+    logits = LayerNorm_f(x) wte^T
+
+RoPE frequencies: inv_freq_i = theta^(-2i/d); "linear" scaling divides them by the
+factor; "llama3" scaling follows HF's _compute_llama3_parameters (low-frequency
+bands divided by the factor, high ones kept, a smooth blend between).
+
+Usage: reference_model.py HF_DIR [--prompt-ids 256,72,105 ...] [--max-tokens N]
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import formats  # noqa: E402
+
+
+def rope_inv_freq(head_dim, theta, scaling):
+    """Per-pair inverse frequencies (length head_dim / 2), with HF's rope scaling."""
+    inv = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
+    if kind == "default":
+        return inv
+    if kind == "linear":
+        return inv / scaling["factor"]
+    if kind == "llama3":
+        factor = scaling["factor"]
+        low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+        old = scaling["original_max_position_embeddings"]
+        low_wavelen, high_wavelen = old / low, old / high
+        wavelen = 2 * math.pi / inv
+        scaled = np.where(wavelen > low_wavelen, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+        return np.where(medium, smoothed, scaled)
+    raise ValueError("rope scaling %r not implemented in the reference" % kind)
+
+
+def apply_rope(x, positions, inv_freq, layout="half"):
+    """Rotates x [T, heads, d] by angle position * inv_freq per pair.
+    layout "half": pairs (i, i + d/2) (HF rotate_half); "interleaved": pairs (2i, 2i+1)."""
+    ang = np.outer(positions, inv_freq)  # [T, d/2]
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    d = x.shape[-1]
+    if layout == "half":
+        a, b = x[..., :d // 2], x[..., d // 2:]
+        return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = np.empty_like(x)
+    out[..., 0::2] = a * cos - b * sin
+    out[..., 1::2] = b * cos + a * sin
+    return out
+
+
+def rms_norm(x, g, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * g
+
+
+def layer_norm(x, g, b, eps):
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * g + b
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def causal_attention(q, k, v):
+    """q [T, H, d], k/v [T, H_kv, d] -> [T, H*d]; query head j uses KV head j // (H/H_kv)."""
+    t, h, d = q.shape
+    group = h // k.shape[1]
+    k = np.repeat(k, group, axis=1)
+    v = np.repeat(v, group, axis=1)
+    scores = np.einsum("thd,shd->hts", q, k) / math.sqrt(d)
+    scores = np.where(np.tril(np.ones((t, t), dtype=bool))[None], scores, -np.inf)
+    scores -= scores.max(axis=-1, keepdims=True)
+    p = np.exp(scores)
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("hts,shd->thd", p, v).reshape(t, h * d)
+
+
+class ReferenceModel:
+    """A model from an HF config dict and {HF name: array} weights, computed in float64."""
+
+    def __init__(self, config, weights, rope_layout="half"):
+        self.c = config
+        self.w = {n: np.asarray(a, dtype=np.float64) for n, a in weights.items()}
+        self.rope_layout = rope_layout
+        arch = config["architectures"][0]
+        self.gpt2 = arch == "GPT2LMHeadModel"
+        if self.gpt2:
+            self.dim, self.layers, self.heads = config["n_embd"], config["n_layer"], config["n_head"]
+            self.kv_heads = self.heads
+            self.eps = config.get("layer_norm_epsilon", 1e-5)
+            self.tied = config.get("tie_word_embeddings", True)
+        else:
+            self.dim, self.layers = config["hidden_size"], config["num_hidden_layers"]
+            self.heads = config["num_attention_heads"]
+            self.kv_heads = config.get("num_key_value_heads") or self.heads
+            self.eps = config.get("rms_norm_eps", 1e-6)
+            self.tied = config.get("tie_word_embeddings", False)
+        self.head_dim = config.get("head_dim") or self.dim // self.heads
+        if not self.gpt2:
+            self.inv_freq = rope_inv_freq(self.head_dim, config.get("rope_theta", 10000.0), config.get("rope_scaling"))
+        self.eos_id = config.get("eos_token_id")
+
+    @classmethod
+    def from_hf_dir(cls, directory, round_dtype=None):
+        """Loads config.json and the safetensors; round_dtype rounds every tensor first."""
+        with open(os.path.join(directory, "config.json")) as f:
+            config = json.load(f)
+        weights = formats.read_hf_tensors(directory)
+        if round_dtype:
+            weights = {n: formats.round_to(a, round_dtype) for n, a in weights.items()}
+        return cls(config, weights)
+
+    def _bias(self, name, n):
+        return self.w.get(name, np.zeros(n))
+
+    def logits(self, ids):
+        """Logits [T, vocab] at every position of token ids `ids` (positions 0..T-1)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.gpt2:
+            return self._gpt2(ids)
+        return self._llama(ids)
+
+    def _llama(self, ids):
+        w, t, hd = self.w, len(ids), self.head_dim
+        pos = np.arange(t, dtype=np.float64)
+        x = w["model.embed_tokens.weight"][ids]
+        for i in range(self.layers):
+            p = "model.layers.%d." % i
+            h = rms_norm(x, w[p + "input_layernorm.weight"], self.eps)
+            q = h @ w[p + "self_attn.q_proj.weight"].T + self._bias(p + "self_attn.q_proj.bias", self.heads * hd)
+            k = h @ w[p + "self_attn.k_proj.weight"].T + self._bias(p + "self_attn.k_proj.bias", self.kv_heads * hd)
+            v = h @ w[p + "self_attn.v_proj.weight"].T + self._bias(p + "self_attn.v_proj.bias", self.kv_heads * hd)
+            q = apply_rope(q.reshape(t, self.heads, hd), pos, self.inv_freq, self.rope_layout)
+            k = apply_rope(k.reshape(t, self.kv_heads, hd), pos, self.inv_freq, self.rope_layout)
+            a = causal_attention(q, k, v.reshape(t, self.kv_heads, hd))
+            x = x + a @ w[p + "self_attn.o_proj.weight"].T
+            h = rms_norm(x, w[p + "post_attention_layernorm.weight"], self.eps)
+            m = silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
+            x = x + m @ w[p + "mlp.down_proj.weight"].T
+        x = rms_norm(x, w["model.norm.weight"], self.eps)
+        head = w["model.embed_tokens.weight"] if self.tied else w["lm_head.weight"]
+        return x @ head.T
+
+    def _gpt2(self, ids):
+        w, t, d, hd = self.w, len(ids), self.dim, self.head_dim
+        x = w["wte.weight"][ids] + w["wpe.weight"][np.arange(t)]
+        for i in range(self.layers):
+            p = "h.%d." % i
+            h = layer_norm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], self.eps)
+            qkv = h @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+            q, k, v = (qkv[:, j * d:(j + 1) * d].reshape(t, self.heads, hd) for j in range(3))
+            x = x + causal_attention(q, k, v) @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+            h = layer_norm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], self.eps)
+            m = gelu_tanh(h @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])
+            x = x + m @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+        x = layer_norm(x, w["ln_f.weight"], w["ln_f.bias"], self.eps)
+        head = w["wte.weight"] if self.tied else w["lm_head.weight"]
+        return x @ head.T
+
+    def greedy(self, ids, max_tokens, eos_id=None):
+        """Greedy continuation: (generated ids, top1 - top2 logit gap at each step, the
+        last-position logits of the prompt). Stops after EOS (which is included)."""
+        eos_id = self.eos_id if eos_id is None else eos_id
+        seq, gen, gaps, first = list(ids), [], [], None
+        for _ in range(max_tokens):
+            last = self.logits(seq)[-1]
+            if first is None:
+                first = last
+            top2 = np.sort(last)[-2:]
+            tok = int(np.argmax(last))
+            gen.append(tok)
+            gaps.append(float(top2[1] - top2[0]))
+            seq.append(tok)
+            if tok == eos_id:
+                break
+        if first is None:
+            first = self.logits(seq)[-1]
+        return gen, gaps, first
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", help="HF directory (config.json + safetensors)")
+    ap.add_argument("--prompt-ids", action="append", required=True, help="comma-separated token ids")
+    ap.add_argument("--max-tokens", type=int, default=8)
+    ap.add_argument("--all-positions", action="store_true", help="print logits at every position")
+    args = ap.parse_args()
+    model = ReferenceModel.from_hf_dir(args.model)
+    for spec in args.prompt_ids:
+        ids = [int(s) for s in spec.split(",") if s]
+        gen, gaps, last = model.greedy(ids, args.max_tokens)
+        out = {"prompt_ids": ids, "generated_ids": gen, "gaps": gaps}
+        out["logits"] = model.logits(ids).tolist() if args.all_positions else last.tolist()
+        print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""Self-tests of the Python reference: dtype rounding, the safetensors and GGUF writers
+(read back byte by byte), llama.cpp's Q/K permutation against the two RoPE layouts, and
+the reference forward pass's structural properties. Expected values come from first
+principles (IEEE bit patterns, the RoPE and attention definitions), not from the code
+under test. Exit status 0 when every check passes.
+"""
+
+import json
+import math
+import os
+import struct
+import sys
+import tempfile
+
+import numpy as np
+
+sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checkpoints as ckpt  # noqa: E402
+import formats  # noqa: E402
+import reference_model as ref  # noqa: E402
+
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL: " + what)
+
+
+def close(a, b, tol):
+    return np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))) <= tol
+
+
+def test_bf16_rounding():
+    def bits(x):
+        return int(formats.bf16_bits(np.array([x], dtype=np.float32))[0])
+    one = 1.0
+    check(bits(one) == 0x3F80, "bf16(1.0) == 0x3F80")
+    check(bits(-2.5) == 0xC020, "bf16(-2.5) == 0xC020")
+    check(bits(one + 2 ** -8) == 0x3F80, "bf16: tie 1+2^-8 rounds to even (down)")
+    check(bits(one + 3 * 2 ** -8) == 0x3F82, "bf16: tie 1+3*2^-8 rounds to even (up)")
+    check(bits(one + 2 ** -8 + 2 ** -16) == 0x3F81, "bf16: above the tie rounds up")
+    check(bits(float("inf")) == 0x7F80, "bf16(inf) == 0x7F80")
+    check(bits(3.4028234663852886e38) == 0x7F80, "bf16(FLT_MAX) overflows to inf")
+    check(math.isnan(formats.round_to(np.array([np.nan]), "bf16")[0]), "bf16(NaN) is NaN")
+    check(formats.round_to(np.array([one + 2 ** -11]), "f16")[0] == 1.0, "f16: tie 1+2^-11 rounds to even")
+    raw = formats.encode(np.array([1.0, -2.0], dtype=np.float32), "bf16")
+    check(raw == b"\x80\x3f\x00\xc0", "bf16 encoding is little-endian")
+
+
+def test_safetensors(tmp):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    b = rng.standard_normal((7,)).astype(np.float32)
+    for dt in formats.DTYPES:
+        path = os.path.join(tmp, "t-%s.safetensors" % dt)
+        w = formats.SafetensorsWriter(path, [("a", a.shape, dt), ("b", b.shape, dt)])
+        w.write("a", a)
+        w.write("b", b)
+        w.close()
+        blob = open(path, "rb").read()
+        (n,) = struct.unpack_from("<Q", blob)
+        header = json.loads(blob[8:8 + n])
+        check(n % 8 == 0, "safetensors header padded to 8 bytes (%s)" % dt)
+        check(header["a"]["shape"] == [3, 5] and header["a"]["data_offsets"][0] == 0, "safetensors header of a")
+        isz = formats.ITEMSIZE[dt]
+        check(len(blob) == 8 + n + (15 + 7) * isz, "safetensors file size (%s)" % dt)
+        back = formats.read_safetensors(path)
+        check(close(back["a"], formats.round_to(a, dt), 0) and close(back["b"], formats.round_to(b, dt), 0),
+              "safetensors round trip (%s)" % dt)
+    # f32 bytes of a exactly as numpy writes them
+    blob = open(os.path.join(tmp, "t-f32.safetensors"), "rb").read()
+    (n,) = struct.unpack_from("<Q", blob)
+    check(blob[8 + n:8 + n + 60] == a.astype("<f4").tobytes(), "safetensors f32 payload bytes")
+
+
+def test_hf_dir_sharded(tmp):
+    spec = ckpt.ModelSpec("s", "qwen2", 32, 2, 4, 2, 48, 260, 64)
+    w = ckpt.random_weights(spec, 3)
+    d = os.path.join(tmp, "hf")
+    ckpt.write_hf_dir(d, spec, w.__getitem__, "f32", shard_bytes=20000, tokenizer_json=ckpt.byte_tokenizer_json(spec))
+    index = json.load(open(os.path.join(d, "model.safetensors.index.json")))
+    shards = set(index["weight_map"].values())
+    check(len(shards) > 2, "sharded into several files (%d)" % len(shards))
+    check(set(index["weight_map"]) == set(w), "index lists every tensor")
+    back = formats.read_hf_tensors(d)
+    check(all(close(back[n], w[n], 0) for n in w), "sharded round trip")
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    check(cfg["architectures"] == ["Qwen2ForCausalLM"] and cfg["num_key_value_heads"] == 2, "config.json keys")
+    tok = json.load(open(os.path.join(d, "tokenizer.json")))
+    vocab = tok["model"]["vocab"]
+    check(len(vocab) == 260 and sorted(vocab.values()) == list(range(260)), "tokenizer vocab is 0..259")
+    table = ckpt.bytes_to_unicode()
+    check(len(set(table.values())) == 256 and table[ord("A")] == "A" and table[ord(" ")] == "\u0120",
+          "GPT-2 byte table: bijective, 'A' -> 'A', ' ' -> U+0120")
+    check(vocab["\u0120"] == 32 and vocab["<s>"] == 256, "byte token ids equal byte values")
+
+
+def test_gguf(tmp):
+    spec = ckpt.ModelSpec("g", "llama", 32, 2, 4, 2, 48, 260, 64, rope_scaling=dict(
+        rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+        original_max_position_embeddings=64))
+    w = ckpt.random_weights(spec, 4)
+    for dt in formats.DTYPES:
+        path = os.path.join(tmp, "m-%s.gguf" % dt)
+        ckpt.write_gguf(path, spec, w.__getitem__, dt, ckpt.byte_tokenizer_gguf_kvs(spec))
+        blob = open(path, "rb").read()
+        check(blob[:4] == b"GGUF" and struct.unpack_from("<I", blob, 4)[0] == 3, "GGUF magic and version 3")
+        n_tensors, n_kv = struct.unpack_from("<QQ", blob, 8)
+        check(n_tensors == len(w) + 1, "GGUF tensor count (+ rope_freqs)")
+        kv, tensors = formats.read_gguf(path)
+        check(len(kv) == n_kv, "GGUF kv count")
+        check(kv["general.architecture"] == (formats.GGUF_STRING, "llama"), "general.architecture")
+        check(kv["general.alignment"] == (formats.GGUF_U32, 32), "general.alignment 32")
+        check(kv["llama.attention.head_count_kv"][1] == 2 and kv["llama.rope.dimension_count"][1] == 8,
+              "llama.* hyper-parameters")
+        check(kv["tokenizer.ggml.merges"] == (formats.GGUF_ARRAY, (formats.GGUF_STRING, [])), "empty merges")
+        check(len(kv["tokenizer.ggml.tokens"][1][1]) == 260, "260 tokens")
+        emb = tensors["token_embd.weight"]
+        check(emb["shape"] == [260, 32] and emb["dtype"] == dt, "token_embd shape/dtype (%s)" % dt)
+        check(tensors["blk.0.attn_norm.weight"]["dtype"] == "f32", "1-D tensors stay F32 (%s)" % dt)
+        # dims are stored innermost first: token_embd's ne = [32, 260]
+        name = b"token_embd.weight"
+        at = blob.index(struct.pack("<Q", len(name)) + name) + 8 + len(name)
+        check(struct.unpack_from("<IQQ", blob, at) == (2, 32, 260), "GGUF dims innermost first")
+        check(close(emb["data"], formats.round_to(w["model.embed_tokens.weight"], dt), 0), "token_embd data")
+        q = tensors["blk.1.attn_q.weight"]["data"]
+        check(close(q, formats.round_to(ckpt.permute_qk(w["model.layers.1.self_attn.q_proj.weight"], 4, 4), dt), 0),
+              "attn_q holds the permuted q_proj")
+    factors = tensors["rope_freqs.weight"]["data"]
+    # head_dim 8, theta 10000: wavelengths 2*pi*[1, 10, 100, 1000]; original context 64 with
+    # low/high 1/4 -> high-frequency below 16, low-frequency above 64.
+    smooth = (64 / (2 * math.pi * 10) - 1) / 3
+    want = [1.0, 1.0 / ((1 - smooth) / 8 + smooth), 8.0, 8.0]
+    check(close(factors, want, 1e-6), "rope_freqs llama3 factors %s want %s" % (factors, want))
+
+
+def test_permutation_matches_rope_layouts():
+    """Interleaved RoPE of permuted rows == the permutation of rotate-half RoPE."""
+    rng = np.random.default_rng(5)
+    for heads, kv_heads, d in ((4, 4, 8), (8, 2, 16)):
+        inv = ref.rope_inv_freq(d, 10000.0, None)
+        pos = np.arange(6, dtype=np.float64)
+        for n_out, perm_args in ((heads * d, (heads, heads)), (kv_heads * d, (heads, kv_heads))):
+            wq = rng.standard_normal((n_out, 12))
+            x = rng.standard_normal((6, 12))
+            half = ref.apply_rope((x @ wq.T).reshape(6, -1, d), pos, inv, "half").reshape(6, n_out)
+            inter = ref.apply_rope((x @ ckpt.permute_qk(wq, *perm_args).T).reshape(6, -1, d), pos, inv,
+                                   "interleaved").reshape(6, n_out)
+            check(close(inter, ckpt.permute_qk(half.T, *perm_args).T, 1e-12),
+                  "permute_qk maps rotate-half RoPE to interleaved RoPE (%d heads, %d kv)" % perm_args)
+    # the permutation itself on one head of size 8: rows (0,4),(1,5),(2,6),(3,7) become adjacent pairs
+    rows = ckpt.permute_qk(np.arange(8.0)[:, None], 1)[:, 0]
+    check(list(rows) == [0, 4, 1, 5, 2, 6, 3, 7], "permute_qk row order %s" % list(rows))
+
+
+def test_rope_scaling():
+    inv = ref.rope_inv_freq(8, 10000.0, None)
+    check(close(inv, [1, 0.1, 0.01, 0.001], 1e-15), "default inv_freq")
+    check(close(ref.rope_inv_freq(8, 10000.0, {"rope_type": "linear", "factor": 4.0}), inv / 4, 0), "linear")
+    l3 = ref.rope_inv_freq(8, 10000.0, dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                            high_freq_factor=4.0, original_max_position_embeddings=64))
+    smooth = (64 / (2 * math.pi * 10) - 1) / 3
+    check(close(l3, [1, (1 - smooth) * 0.1 / 8 + smooth * 0.1, 0.01 / 8, 0.001 / 8], 1e-15), "llama3 inv_freq")
+    x = np.array([[[1.0, 0.0, 0.0, 0.0]]])  # pairs (0,2) and (1,3) in the half layout
+    r = ref.apply_rope(x, np.array([1.0]), np.array([math.pi / 2, 0.0]), "half")
+    check(close(r, [[[0.0, 0.0, 1.0, 0.0]]], 1e-15), "rotate-half turns x0 into x2 at angle pi/2")
+
+
+def test_reference_model():
+    rng = np.random.default_rng(6)
+    spec = ckpt.ModelSpec("r", "llama", 32, 2, 4, 2, 48, 260, 64, rope_theta=500.0)
+    w = ckpt.random_weights(spec, 7)
+    cfg = ckpt.hf_config(spec)
+    m = ref.ReferenceModel(cfg, w)
+    ids = list(rng.integers(0, 256, 10))
+    full = m.logits(ids)
+    check(close(m.logits(ids[:6]), full[:6], 1e-12), "causal: a prefix's logits ignore later tokens")
+    # GQA == MHA with each KV head's rows repeated for its group of query heads
+    mha = dict(w)
+    hd = spec.head_dim
+    for i in range(spec.num_layers):
+        for t in ("k_proj", "v_proj"):
+            name = "model.layers.%d.self_attn.%s.weight" % (i, t)
+            blocks = w[name].reshape(spec.num_kv_heads, hd, -1)
+            mha[name] = np.repeat(blocks, 2, axis=0).reshape(spec.num_heads * hd, -1)
+    cfg_mha = dict(cfg, num_key_value_heads=spec.num_heads)
+    check(close(ref.ReferenceModel(cfg_mha, mha).logits(ids), full, 1e-12), "GQA equals repeated-KV MHA")
+    # The GGUF side: the same model from permuted Q/K rows with interleaved RoPE.
+    gw = {n: ckpt.gguf_tensor(spec, n, a) for n, a in w.items()}
+    inter = ref.ReferenceModel(cfg, gw, rope_layout="interleaved")
+    check(close(inter.logits(ids), full, 1e-10), "GGUF-permuted weights with interleaved RoPE == HF model")
+    gen, gaps, last = m.greedy(ids, 3)
+    check(gen[0] == int(np.argmax(full[-1])) and close(last, full[-1], 0), "greedy starts at argmax")
+    check(close(ref.gelu_tanh(np.array([1.0])), [0.8411919906082768], 1e-12), "gelu_tanh(1)")
+    check(close(ref.silu(np.array([1.0])), [1 / (1 + math.exp(-1))], 1e-15), "silu(1)")
+    x = np.array([[3.0, 4.0]])
+    check(close(ref.rms_norm(x, np.ones(2), 0.0), x / math.sqrt(12.5), 1e-15), "rms_norm")
+    check(close(ref.layer_norm(x, np.ones(2), np.zeros(2), 0.0), [[-1.0, 1.0]], 1e-15), "layer_norm")
+
+
+def test_gpt2_gguf_layout(tmp):
+    spec = ckpt.ModelSpec("g2", "gpt2", 32, 1, 4, 4, 64, 260, 40, tied=True)
+    w = ckpt.random_weights(spec, 8)
+    path = os.path.join(tmp, "g2.gguf")
+    ckpt.write_gguf(path, spec, w.__getitem__, "f32", ckpt.byte_tokenizer_gguf_kvs(spec))
+    kv, tensors = formats.read_gguf(path)
+    check(kv["general.architecture"][1] == "gpt2" and "output.weight" not in tensors, "gpt2 GGUF, tied head")
+    qkv = tensors["blk.0.attn_qkv.weight"]
+    check(qkv["shape"] == [96, 32] and close(qkv["data"], w["h.0.attn.c_attn.weight"].T, 0),
+          "attn_qkv is c_attn transposed to [out, in]")
+    check(tensors["position_embd.weight"]["shape"] == [40, 32], "position_embd shape")
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="llmserve_ref_selftest_") as tmp:
+        test_bf16_rounding()
+        test_safetensors(tmp)
+        test_hf_dir_sharded(tmp)
+        test_gguf(tmp)
+        test_gpt2_gguf_layout(tmp)
+        test_permutation_matches_rope_layouts()
+        test_rope_scaling()
+        test_reference_model()
+    print("selftest: %s (%d failures)" % ("PASS" if not FAILURES else "FAIL", len(FAILURES)))
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
