@@ -177,7 +177,8 @@ absl::Status ParseLlamaFamily(const ConfigReader& r, bool qwen2, ModelConfig* c)
   if (!act.empty() && act != "silu") {
     return absl::UnimplementedError(absl::StrCat(r.path(), ": hidden_act \"", act, "\" is not supported (silu)"));
   }
-  // Sliding-window attention is not implemented: stay exact by never exceeding the window.
+  // Attention is full (no sliding window), so cap the context at the window: within it,
+  // full and sliding-window attention compute the same thing.
   bool sliding = !qwen2;
   if (qwen2) HF_ASSIGN_OR_RETURN(sliding, r.Bool("use_sliding_window", false));
   if (sliding && r.Get("sliding_window") != nullptr) {

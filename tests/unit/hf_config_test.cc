@@ -133,7 +133,7 @@ TEST(HfConfigTest, MistralAndQwen2) {
   json m = LlamaConfig();
   m["architectures"] = {"MistralForCausalLM"};
   m["max_position_embeddings"] = 32768;
-  m["sliding_window"] = 4096;  // not implemented: the context stays inside the window
+  m["sliding_window"] = 4096;  // attention is full, so the context is capped at the window
   m["attention_bias"] = true;  // not a Mistral key, but honoured the same way
   auto c = Parse(m);
   ASSERT_TRUE(c.ok()) << c.status();
