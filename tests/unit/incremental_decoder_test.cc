@@ -13,6 +13,7 @@
 #include "model/tokenizer/llama2c_tokenizer.h"
 #include "model/tokenizer/spm_tokenizer.h"
 #include "model/tokenizer/utf8.h"
+#include "tests/util/load_tokenizer.h"
 #include "tests/util/test_assets.h"
 
 namespace llmserve {
@@ -20,14 +21,7 @@ namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
-std::unique_ptr<Tokenizer> Load(const std::string& path) {
-  auto spec = TokenizerSpecFromLlama2cBin(path);
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  if (!spec.ok()) return nullptr;
-  auto tok = NewSentencePieceTokenizer(*std::move(spec));
-  EXPECT_TRUE(tok.ok()) << tok.status();
-  return tok.ok() ? *std::move(tok) : nullptr;
-}
+std::unique_ptr<Tokenizer> Load(const std::string& path) { return testing::LoadTokenizerOrFail(path); }
 
 // Streams `ids`, checking every delta, and returns the concatenation (with Finish()).
 std::string Stream(const Tokenizer& tok, const std::vector<int32_t>& ids, DecodeOptions opts = {}) {

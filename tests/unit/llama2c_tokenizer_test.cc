@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "model/tokenizer/spm_tokenizer.h"
+#include "tests/util/load_tokenizer.h"
 #include "tests/util/test_assets.h"
 
 namespace llmserve {
@@ -133,14 +134,7 @@ std::vector<int32_t> RunCEncode(const RawVocab& v, const std::string& text, bool
   return t;
 }
 
-std::unique_ptr<Tokenizer> LoadOrDie(const std::string& path) {
-  auto spec = TokenizerSpecFromLlama2cBin(path);
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  if (!spec.ok()) return nullptr;
-  auto tok = NewSentencePieceTokenizer(*std::move(spec));
-  EXPECT_TRUE(tok.ok()) << tok.status();
-  return tok.ok() ? *std::move(tok) : nullptr;
-}
+std::unique_ptr<Tokenizer> LoadOrDie(const std::string& path) { return testing::LoadTokenizerOrFail(path); }
 
 TEST(Llama2cTokenizerTest, SpecFromLlama2Vocabulary) {
   LLMSERVE_REQUIRE_ASSET(path, "models/llama2c/tokenizer.bin");

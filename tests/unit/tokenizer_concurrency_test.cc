@@ -8,16 +8,13 @@
 #include "gtest/gtest.h"
 #include "model/tokenizer/tokenizer_loader.h"
 #include "tests/util/english_corpus.h"
+#include "tests/util/load_tokenizer.h"
 #include "tests/util/test_assets.h"
 
 namespace llmserve {
 namespace {
 
-std::unique_ptr<Tokenizer> Load(const std::string& path) {
-  auto tok = LoadTokenizer(path);
-  EXPECT_TRUE(tok.ok()) << tok.status();
-  return tok.ok() ? *std::move(tok) : nullptr;
-}
+std::unique_ptr<Tokenizer> Load(const std::string& path) { return testing::LoadTokenizerOrFail(path); }
 
 void ExpectThreadsAgree(const Tokenizer& tok) {
   std::vector<std::string> texts;
