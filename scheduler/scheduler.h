@@ -1,0 +1,148 @@
+// Scheduler: continuous batching over a BlockPool. Decides, step by step, which
+// sequences get how many tokens of work; knows nothing about tensors.
+//
+// One step (Schedule), policy kMixed:
+//   1. decode: every running sequence whose prompt is fully computed gets its one token,
+//      oldest admission first. If it needs a new block and none is free, the most
+//      recently admitted running sequence is preempted (blocks released, state
+//      kPreempted, back to the head of the waiting queue) — possibly itself — until the
+//      block is found.
+//   2. prefill: running sequences still part-way through their prompt get their next
+//      chunk (oldest first; a chunk shrinks to the free blocks, and when not one token
+//      fits, the newest running sequence is preempted as in 1 — possibly itself), then
+//      sequences are admitted from the head of the waiting queue (FIFO; preempted ones
+//      are at the head) — each a chunk of up to
+//      max_prefill_chunk tokens — while the step's token budget (max_batched_tokens),
+//      max_running and free blocks allow. Admission never preempts: when the next
+//      waiting sequence's chunk does not get its blocks, admission stops (FIFO, no
+//      overtaking); a step that preempted admits nothing.
+// Policy kSeparate: a step is either decode-only or prefill-only. A prefill step is
+// taken whenever prefill work exists, unless running sequences have already waited
+// max_decode_stall steps for a decode step; otherwise (or when no prefill work can be
+// planned) a decode step.
+// A sequence preempted while the plan is built (listed in plan.preempted) has no work
+// in it (a decode it was given earlier in the step is withdrawn); a re-admitted one
+// prefills prompt + generated again. A plan is empty only when no sequence is held.
+//
+// Update(plan, sampled) applies the step's results: num_computed advances by each item's
+// tokens; items with sample == true get their sampled id appended (or finish on a stop
+// id); length/EOS/stop-token finishes release the blocks and hand the sequence back.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "scheduler/block_pool.h"
+#include "scheduler/sequence.h"
+
+namespace llmserve {
+
+enum class StepPolicy : uint8_t { kMixed, kSeparate };
+
+// "mixed" / "separate".
+const char* StepPolicyName(StepPolicy p);
+// Parses "mixed" / "separate"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<StepPolicy> ParseStepPolicy(std::string_view s);
+
+struct SchedulerConfig {
+  int32_t block_size = 16;           // tokens per KV block
+  int32_t num_blocks = 0;            // KV blocks in the pool (from the KV byte budget), >= 1
+  int32_t max_running = 64;          // sequences holding blocks at once
+  int32_t max_batched_tokens = 512;  // tokens per step (decode + prefill), >= max_running
+  int32_t max_prefill_chunk = 512;   // prompt tokens per sequence per step, 1..max_batched_tokens
+  int32_t max_waiting = 1024;        // queued, never-scheduled requests beyond which Add refuses
+  int32_t max_context = 0;           // model context: prompt + max_tokens must fit, >= 1
+  int32_t eos_id = -1;               // the model's EOS id (-1: none)
+  StepPolicy step_policy = StepPolicy::kMixed;
+  int32_t max_decode_stall = 4;      // kSeparate: at most this many prefill steps in a row
+                                     // while sequences wait to decode, >= 1
+
+  // INVALID_ARGUMENT naming the first bad field.
+  absl::Status Validate() const;
+};
+
+// One sequence's work in a step: feed tokens [start, start + num_tokens) of it.
+struct ScheduledWork {
+  enum class Kind : uint8_t { kPrefill, kDecode };
+  Sequence* seq = nullptr;
+  Kind kind = Kind::kPrefill;
+  int32_t start = 0;       // == seq->num_computed when scheduled
+  int32_t num_tokens = 0;  // 1 for decode
+  bool sample = false;     // true when the work reaches the end of the sequence's tokens
+                           // (decode, or the last chunk of a prefill): a token is sampled
+};
+
+// One step's plan: decodes first, then prefills; rows of the forward batch follow this
+// order (work i occupies the rows after work i-1).
+struct SchedulePlan {
+  std::vector<ScheduledWork> work;    // decode items, then prefill items
+  int32_t num_decode_tokens = 0;
+  int32_t num_prefill_tokens = 0;
+  std::vector<int64_t> preempted;     // ids preempted while building this plan
+
+  bool empty() const { return work.empty(); }
+  int32_t num_tokens() const { return num_decode_tokens + num_prefill_tokens; }
+  // Number of work items with sample == true (the number of ids Update expects).
+  int32_t num_samples() const;
+};
+
+// Engine thread only.
+class Scheduler {
+ public:
+  // `config` must be valid.
+  explicit Scheduler(const SchedulerConfig& config);
+
+  // Checks a new sequence (INVALID_ARGUMENT: empty prompt, prompt + max_tokens beyond
+  // max_context, or more blocks than the whole pool; RESOURCE_EXHAUSTED: max_waiting
+  // never-scheduled sequences already queued) and appends it to the waiting queue.
+  absl::Status Add(std::unique_ptr<Sequence> seq, absl::Time now);
+
+  // Plans the next step (may preempt; may be empty when nothing can run).
+  SchedulePlan Schedule(absl::Time now);
+
+  // Applies a step's results. `sampled` has plan.num_samples() ids, in plan order of the
+  // sampling items. Returns the sequences that finished in this step (state set, blocks
+  // released, times.finished set), in plan order.
+  std::vector<std::unique_ptr<Sequence>> Update(const SchedulePlan& plan, std::span<const int32_t> sampled,
+                                                absl::Time now);
+
+  // Ends a waiting, preempted or running sequence early with terminal `state`
+  // (stop string, cancel, deadline, error): releases its blocks and returns it;
+  // nullptr if no such sequence is held.
+  std::unique_ptr<Sequence> Finish(int64_t seq_id, SequenceState state, absl::Time now);
+
+  // Every sequence held (waiting first, then running); for deadline sweeps and shutdown.
+  std::vector<const Sequence*> Sequences() const;
+
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  // Waiting and preempted sequences.
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int64_t num_preemptions() const { return num_preemptions_; }
+  const BlockPool& blocks() const { return pool_; }
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  // (implementation-defined helpers, scheduler_plan.cc)
+  // Policy kMixed / kSeparate step bodies.
+  void ScheduleDecodes(SchedulePlan& plan);
+  void SchedulePrefills(SchedulePlan& plan, absl::Time now);
+  // Preempts running_.back(), dropping its work from `plan`.
+  void PreemptNewest(SchedulePlan& plan);
+  SchedulerConfig config_;
+  BlockPool pool_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;  // head = next to admit
+  std::vector<std::unique_ptr<Sequence>> running_; // admission order
+  uint64_t next_admit_order_ = 1;
+  int64_t num_preemptions_ = 0;
+  int32_t decode_stall_ = 0;                       // kSeparate: consecutive prefill steps
+  int32_t num_never_scheduled_ = 0;                // waiting, state kWaiting
+};
+
+}  // namespace llmserve
