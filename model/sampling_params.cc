@@ -1,0 +1,84 @@
+// SamplingParams / StopConditions validation: INVALID_ARGUMENT naming the first bad field
+// and its allowed range.
+#include "model/sampling_params.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "model/tokenizer/utf8.h"
+
+namespace llmserve {
+namespace {
+
+constexpr size_t kMaxStopStrings = 16;
+constexpr size_t kMaxStopStringBytes = 256;
+constexpr int32_t kMaxLogprobs = 20;
+
+// "<field> must be <range>, got <value>" for a float field.
+absl::Status BadFloat(const char* field, const char* range, float v) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", range, ", got ", v));
+}
+
+// "<field> must be <range>, got <value>" for an integer field.
+absl::Status BadInt(const char* field, const char* range, int64_t v) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", range, ", got ", v));
+}
+
+}  // namespace
+
+absl::Status SamplingParams::Validate() const {
+  // Every comparison below is false for NaN, so NaN fails each range check; inf is
+  // rejected explicitly where the range is unbounded.
+  if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
+    return BadFloat("temperature", "a finite number >= 0 (0 = greedy)", temperature);
+  }
+  if (top_k < 0) return BadInt("top_k", ">= 0 (0 = all tokens)", top_k);
+  if (!(top_p > 0.0f && top_p <= 1.0f)) return BadFloat("top_p", "in (0, 1]", top_p);
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) return BadFloat("min_p", "in [0, 1]", min_p);
+  if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
+    return BadFloat("repetition_penalty", "a finite number > 0 (1 = off)", repetition_penalty);
+  }
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) {
+    return BadFloat("presence_penalty", "in [-2, 2]", presence_penalty);
+  }
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
+    return BadFloat("frequency_penalty", "in [-2, 2]", frequency_penalty);
+  }
+  if (logprobs < 0 || logprobs > kMaxLogprobs) return BadInt("logprobs", "in [0, 20]", logprobs);
+  return absl::OkStatus();
+}
+
+absl::Status StopConditions::Validate(int32_t vocab_size) const {
+  if (max_tokens < 1) return BadInt("max_tokens", ">= 1", max_tokens);
+  for (size_t i = 0; i < stop_token_ids.size(); ++i) {
+    const int32_t id = stop_token_ids[i];
+    if (id < 0 || id >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("stop_token_ids[", i, "] must be in [0, ",
+                                                     vocab_size, "), got ", id));
+    }
+  }
+  if (stop_strings.size() > kMaxStopStrings) {
+    return absl::InvalidArgumentError(absl::StrCat("stop_strings must have at most ",
+                                                   kMaxStopStrings, " entries, got ",
+                                                   stop_strings.size()));
+  }
+  for (size_t i = 0; i < stop_strings.size(); ++i) {
+    const std::string& s = stop_strings[i];
+    if (s.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("stop_strings[", i, "] must be non-empty"));
+    }
+    if (s.size() > kMaxStopStringBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("stop_strings[", i, "] must be at most ",
+                                                     kMaxStopStringBytes, " bytes, got ",
+                                                     s.size()));
+    }
+    if (!utf8::IsValid(s)) {
+      return absl::InvalidArgumentError(absl::StrCat("stop_strings[", i,
+                                                     "] must be valid UTF-8"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace llmserve

@@ -1,0 +1,55 @@
+// SamplingParams and StopConditions: what a request asks of token selection and when
+// its generation ends. Plain values, validated once at submission.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace llmserve {
+
+// Token selection for one request. Order of application on a step's logits:
+//   1. penalties (repetition over prompt + generated ids; presence and frequency over
+//      generated ids only, as in vLLM / OpenAI),
+//   2. temperature == 0 → greedy (argmax, lowest id on ties); otherwise divide by it,
+//   3. top-k, then top-p (nucleus), then min-p truncation of the softmax,
+//   4. draw from the renormalized distribution with the request's own generator.
+// Logprobs report log-softmax of the raw model logits (before step 1), like vLLM's default.
+struct SamplingParams {
+  float temperature = 1.0f;         // >= 0; 0 = greedy
+  int32_t top_k = 0;                // >= 0; 0 = all tokens
+  float top_p = 1.0f;               // (0, 1]; 1 = off
+  float min_p = 0.0f;               // [0, 1]; 0 = off; keep p >= min_p * p_max
+  float repetition_penalty = 1.0f;  // > 0; 1 = off; CTRL-style: logit>0 ? l/r : l*r
+  float presence_penalty = 0.0f;    // [-2, 2]; subtracted once per distinct generated id
+  float frequency_penalty = 0.0f;   // [-2, 2]; subtracted per occurrence in generated ids
+  std::optional<uint64_t> seed;     // unset: the engine draws one (and reports it)
+  int32_t logprobs = 0;             // 0..20: top-n alternatives per token (0: only the chosen)
+  bool want_logprobs = false;       // report the chosen token's logprob (and top-n)
+
+  // INVALID_ARGUMENT naming the first field out of range.
+  absl::Status Validate() const;
+  // True when the result is argmax of the penalized logits (no randomness).
+  bool greedy() const { return temperature == 0.0f; }
+};
+
+// When generation ends (checked after each sampled token, in this order):
+//   stop token: the id is EOS (unless ignore_eos) or in stop_token_ids → finished; the
+//               stop id itself is not part of the output;
+//   stop string: the detokenized output contains one of stop_strings → finished; the
+//               text is cut before the match (the string is not returned);
+//   length:     max_tokens generated.
+struct StopConditions {
+  int32_t max_tokens = 256;               // >= 1
+  bool ignore_eos = false;                // EOS does not stop (still a stop id if listed)
+  std::vector<int32_t> stop_token_ids;    // each in [0, vocab)
+  std::vector<std::string> stop_strings;  // each non-empty, valid UTF-8; at most 16
+
+  // INVALID_ARGUMENT naming the first bad field.
+  absl::Status Validate(int32_t vocab_size) const;
+};
+
+}  // namespace llmserve
