@@ -7,6 +7,10 @@ namespace llmserve {
 IncrementalDecoder::IncrementalDecoder(const Tokenizer& tokenizer, DecodeOptions options)
     : tokenizer_(tokenizer), options_(options) {}
 
+void IncrementalDecoder::Prime(std::span<const int32_t> context) {
+  for (const int32_t id : context) Push(id);
+}
+
 std::string IncrementalDecoder::Push(int32_t id) {
   if (id < 0 || id >= tokenizer_.vocab_size()) return {};
   if (options_.skip_special && tokenizer_.IsControl(id)) return {};

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "model/tokenizer/tokenizer.h"
@@ -24,6 +25,11 @@ class IncrementalDecoder {
  public:
   // `options.skip_special`: control tokens contribute no text (as in Decode()).
   explicit IncrementalDecoder(const Tokenizer& tokenizer, DecodeOptions options = {});
+
+  // The stream continues text made of `context` (a prompt): feeds those ids and discards
+  // their text, so the continuation keeps its leading space and completes a character the
+  // context left unfinished. Call before the first Push.
+  void Prime(std::span<const int32_t> context);
 
   // Adds one id; returns the newly completed text (possibly empty). Out-of-range ids are skipped.
   std::string Push(int32_t id);

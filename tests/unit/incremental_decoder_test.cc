@@ -91,6 +91,23 @@ TEST_F(IncrementalDecoderTest, LeadingSpaceOfTheFirstTextIsDropped) {
   EXPECT_EQ(raw.Push(Id("\xE2\x96\x81Hello")), " Hello");
 }
 
+TEST_F(IncrementalDecoderTest, PrimedWithAPromptTheContinuationKeepsItsSpace) {
+  IncrementalDecoder dec(*tok_);
+  const std::vector<int32_t> prompt = {tok_->bos_id(), Id("\xE2\x96\x81Hello")};
+  dec.Prime(prompt);
+  EXPECT_EQ(dec.Push(Id("\xE2\x96\x81world")), " world");
+  // A prompt ending inside a character: the continuation completes it.
+  IncrementalDecoder split(*tok_);
+  const std::vector<int32_t> half = {Id("\xE2\x96\x81Hello"), Byte(0xE2), Byte(0x82)};
+  split.Prime(half);
+  EXPECT_EQ(split.Push(Byte(0xAC)), "\xE2\x82\xAC");
+  // A prompt with no text (only BOS) leaves the leading-space rule in force.
+  IncrementalDecoder bos_only(*tok_);
+  const std::vector<int32_t> just_bos = {tok_->bos_id()};
+  bos_only.Prime(just_bos);
+  EXPECT_EQ(bos_only.Push(Id("\xE2\x96\x81Hello")), "Hello");
+}
+
 TEST_F(IncrementalDecoderTest, InvalidBytesBecomeReplacementCharacters) {
   IncrementalDecoder dec(*tok_);
   EXPECT_EQ(dec.Push(Byte(0xE2)), "");

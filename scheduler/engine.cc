@@ -1,0 +1,295 @@
+// Engine: creation, the thread-safe front (Submit, Abort, drain, Stop, Stats), the
+// inbox and the loop. The step itself is in engine_step.cc, emission in engine_emit.cc.
+#include "scheduler/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/engine_internal.h"
+
+namespace llmserve {
+
+absl::Status EngineConfig::Validate() const {
+  if (absl::Status s = scheduler.Validate(); !s.ok()) return s;
+  if (channel_capacity < 1) return absl::InvalidArgumentError("EngineConfig.channel_capacity must be >= 1, got 0");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config, std::unique_ptr<EngineModel> model,
+                                                       const Tokenizer* tokenizer, EngineObserver* observer) {
+  if (model == nullptr) return absl::InvalidArgumentError("Engine::Create: no model");
+  EngineConfig c = config;
+  SchedulerConfig& sc = c.scheduler;
+  // Zero means "the model's".
+  if (sc.num_blocks == 0) sc.num_blocks = model->num_blocks();
+  if (sc.max_context == 0) sc.max_context = model->max_context();
+  if (absl::Status s = c.Validate(); !s.ok()) return s;
+  if (sc.block_size != model->block_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("SchedulerConfig.block_size (", sc.block_size,
+                                                   ") differs from the KV cache's (", model->block_size(), ")"));
+  }
+  if (sc.num_blocks > model->num_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat("SchedulerConfig.num_blocks (", sc.num_blocks,
+                                                   ") exceeds the KV cache's (", model->num_blocks(), ")"));
+  }
+  if (sc.max_context > model->max_context()) {
+    return absl::InvalidArgumentError(absl::StrCat("SchedulerConfig.max_context (", sc.max_context,
+                                                   ") exceeds the model's (", model->max_context(), ")"));
+  }
+  if (sc.eos_id >= model->vocab_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("SchedulerConfig.eos_id (", sc.eos_id,
+                                                   ") is outside the vocabulary (", model->vocab_size(), ")"));
+  }
+  return std::unique_ptr<Engine>(new Engine(c, std::move(model), tokenizer, observer));
+}
+
+Engine::Engine(const EngineConfig& config, std::unique_ptr<EngineModel> model, const Tokenizer* tokenizer,
+               EngineObserver* observer)
+    : config_(config),
+      model_(std::move(model)),
+      tokenizer_(tokenizer),
+      observer_(observer),
+      vocab_size_(model_->vocab_size()),
+      inbox_(std::make_unique<Inbox>()),
+      scheduler_(std::make_unique<Scheduler>(config_.scheduler)) {
+  std::random_device rd;
+  seed_state_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  std::lock_guard<std::mutex> lock(inbox_->mu);
+  inbox_->stats.blocks_total = scheduler_->blocks().num_total();
+  inbox_->stats.block_size = config_.scheduler.block_size;
+}
+
+Engine::~Engine() { Stop(); }
+
+void Engine::Start() {
+  std::lock_guard<std::mutex> g(stop_mu_);
+  if (started_ || shut_down_) return;
+  started_ = true;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+uint64_t Engine::DrawSeed() {
+  std::lock_guard<std::mutex> lock(seed_mu_);
+  // splitmix64
+  uint64_t z = (seed_state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+absl::Status Engine::ValidateRequest(const EngineRequest& r) const {
+  if (absl::Status s = r.sampling.Validate(); !s.ok()) return s;
+  if (absl::Status s = r.stop.Validate(vocab_size_); !s.ok()) return s;
+  if (r.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  for (size_t i = 0; i < r.prompt.size(); ++i) {
+    if (r.prompt[i] < 0 || r.prompt[i] >= vocab_size_) {
+      return absl::InvalidArgumentError(absl::StrCat("prompt id ", r.prompt[i], " at position ", i,
+                                                     " is outside the vocabulary (", vocab_size_, ")"));
+    }
+  }
+  const SchedulerConfig& sc = config_.scheduler;
+  const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.stop.max_tokens;
+  if (total > sc.max_context) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt (", r.prompt.size(), " tokens) + max_tokens (",
+                                                   r.stop.max_tokens, ") exceeds the model context (",
+                                                   sc.max_context, ")"));
+  }
+  const int64_t blocks = (total + sc.block_size - 1) / sc.block_size;
+  if (blocks > sc.num_blocks) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens (", total, " tokens) needs ", blocks,
+                                                   " KV blocks; the whole cache has ", sc.num_blocks));
+  }
+  if (!r.stop.stop_strings.empty() && tokenizer_ == nullptr) {
+    return absl::InvalidArgumentError("stop strings need a tokenizer; this engine has none");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RequestHandle> Engine::Submit(EngineRequest request) {
+  if (absl::Status s = ValidateRequest(request); !s.ok()) return s;
+  const absl::Time arrival = absl::Now();
+  const uint64_t seed = request.sampling.seed.has_value() ? *request.sampling.seed : DrawSeed();
+  auto seq = std::make_unique<Sequence>();
+  seq->request_id = std::move(request.request_id);
+  seq->prompt = std::move(request.prompt);
+  seq->sampling = request.sampling;
+  seq->sampling.seed = seed;
+  seq->stop = std::move(request.stop);
+  seq->times.arrival = arrival;
+  RequestHandle handle;
+  handle.channel = std::make_shared<RequestChannel>(config_.channel_capacity);
+  auto active = std::make_unique<Active>(seq->sampling, seed, tokenizer_, seq->stop.stop_strings, handle.channel,
+                                         request.deadline);
+  // Text deltas continue the prompt's text (keeping, e.g., SentencePiece's leading space).
+  if (active->decoder.has_value()) active->decoder->Prime(seq->prompt);
+  {
+    std::lock_guard<std::mutex> lock(inbox_->mu);
+    if (inbox_->stop) return absl::UnavailableError("the engine is stopped");
+    if (inbox_->draining) return absl::UnavailableError("the engine is draining: no new requests");
+    if (inbox_->unscheduled >= config_.scheduler.max_waiting) {
+      return absl::ResourceExhaustedError(absl::StrCat("too many requests waiting (", inbox_->unscheduled,
+                                                       "); try again later"));
+    }
+    handle.id = inbox_->next_id++;
+    seq->id = handle.id;
+    ++inbox_->unscheduled;
+    ++inbox_->in_flight;
+    inbox_->adds.push_back(Pending{std::move(seq), std::move(active)});
+  }
+  inbox_->wake.notify_one();
+  return handle;
+}
+
+void Engine::Abort(int64_t id, SequenceState reason) {
+  if (reason != SequenceState::kFinishedDeadline) reason = SequenceState::kFinishedCancelled;
+  {
+    std::lock_guard<std::mutex> lock(inbox_->mu);
+    if (inbox_->stop) return;  // Stop() cancels everything anyway
+    inbox_->aborts.emplace_back(id, reason);
+  }
+  inbox_->wake.notify_one();
+}
+
+void Engine::BeginDrain() {
+  std::lock_guard<std::mutex> lock(inbox_->mu);
+  inbox_->draining = true;
+  inbox_->stats.draining = true;
+}
+
+bool Engine::WaitIdle(absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(inbox_->mu);
+  const auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(inbox_->mu) { return inbox_->in_flight == 0; };
+  if (timeout == absl::InfiniteDuration()) {
+    inbox_->idle.wait(lock, idle);
+    return true;
+  }
+  return inbox_->idle.wait_for(lock, absl::ToChronoNanoseconds(std::max(timeout, absl::ZeroDuration())), idle);
+}
+
+void Engine::Stop() {
+  std::lock_guard<std::mutex> g(stop_mu_);
+  if (shut_down_) return;
+  {
+    std::lock_guard<std::mutex> lock(inbox_->mu);
+    inbox_->stop = true;
+  }
+  inbox_->wake.notify_one();
+  if (started_) {
+    thread_.join();  // the loop ends with Shutdown()
+  } else {
+    Shutdown();      // no engine thread: this thread owns the engine state now
+  }
+  shut_down_ = true;
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(inbox_->mu);
+  EngineStats s = inbox_->stats;
+  s.waiting += static_cast<int32_t>(inbox_->adds.size());
+  s.draining = inbox_->draining;
+  return s;
+}
+
+void Engine::Loop() {
+  while (WaitAndDrain()) {
+    const absl::Time now = absl::Now();
+    ApplyDrained(now);
+    ExpireDeadlines(now);
+    RunStep();
+  }
+  Shutdown();
+}
+
+bool Engine::WaitAndDrain() {
+  Inbox& in = *inbox_;
+  std::unique_lock<std::mutex> lock(in.mu);
+  const auto has_messages = [&in]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(in.mu) {
+    return in.stop || !in.adds.empty() || !in.aborts.empty();
+  };
+  if (scheduler_->num_running() + scheduler_->num_waiting() == 0) {
+    in.wake.wait(lock, has_messages);  // idle: sleep until someone posts
+  } else if (stalled_) {
+    // Sequences are held but nothing could run last step (should not happen with a
+    // consistent scheduler): do not spin, look again shortly.
+    in.wake.wait_for(lock, std::chrono::milliseconds(1), has_messages);
+  }
+  if (in.stop) return false;
+  // Swap, not move: the inbox takes over the engine's cleared buffers (kept capacity).
+  in.stats.waiting += static_cast<int32_t>(in.adds.size());
+  drained_adds_.swap(in.adds);
+  drained_aborts_.swap(in.aborts);
+  return true;
+}
+
+void Engine::ApplyDrained(absl::Time now) {
+  for (Pending& p : drained_adds_) {
+    const int64_t id = p.seq->id;
+    const absl::Time arrival = p.seq->times.arrival;
+    next_deadline_ = std::min(next_deadline_, p.active->deadline);
+    active_.emplace(id, std::move(p.active));
+    // Submit ran the same checks; a refusal here is a race we still answer with a final.
+    std::string request_id = p.seq->request_id;
+    if (absl::Status s = scheduler_->Add(std::move(p.seq), arrival); !s.ok()) {
+      auto stub = std::make_unique<Sequence>();  // Add consumed the sequence
+      stub->id = id;
+      stub->request_id = std::move(request_id);
+      stub->state = SequenceState::kFinishedError;
+      stub->times.arrival = arrival;
+      stub->times.finished = now;
+      FinishRequest(std::move(stub), s);
+    }
+  }
+  drained_adds_.clear();
+  for (const auto& [id, reason] : drained_aborts_) {
+    if (!active_.contains(id)) continue;  // already ended
+    if (std::unique_ptr<Sequence> seq = scheduler_->Finish(id, reason, now)) FinishRequest(std::move(seq), absl::OkStatus());
+  }
+  drained_aborts_.clear();
+}
+
+void Engine::ExpireDeadlines(absl::Time now) {
+  if (now < next_deadline_) return;
+  scratch_ids_.clear();
+  absl::Time next = absl::InfiniteFuture();
+  for (const auto& [id, a] : active_) {
+    if (a->deadline <= now) {
+      scratch_ids_.push_back(id);
+    } else {
+      next = std::min(next, a->deadline);
+    }
+  }
+  next_deadline_ = next;
+  for (int64_t id : scratch_ids_) {
+    if (std::unique_ptr<Sequence> seq = scheduler_->Finish(id, SequenceState::kFinishedDeadline, now)) {
+      FinishRequest(std::move(seq), absl::OkStatus());
+    }
+  }
+}
+
+void Engine::Shutdown() {
+  const absl::Time now = absl::Now();
+  {
+    std::lock_guard<std::mutex> lock(inbox_->mu);
+    drained_adds_.swap(inbox_->adds);
+    inbox_->aborts.clear();
+  }
+  for (Pending& p : drained_adds_) {
+    p.seq->state = SequenceState::kFinishedCancelled;
+    p.seq->times.finished = now;
+    const int64_t id = p.seq->id;
+    active_.emplace(id, std::move(p.active));
+    FinishRequest(std::move(p.seq), absl::OkStatus());
+  }
+  drained_adds_.clear();
+  for (const Sequence* s : scheduler_->Sequences()) {
+    if (std::unique_ptr<Sequence> seq = scheduler_->Finish(s->id, SequenceState::kFinishedCancelled, now)) {
+      FinishRequest(std::move(seq), absl::OkStatus());
+    }
+  }
+  Publish();
+}
+
+}  // namespace llmserve

@@ -1,0 +1,203 @@
+// Engine: the one thread that owns the model, the KV cache and the scheduler.
+//
+//   any thread:  Submit(request) ──▶ inbox ◀── Abort(id, reason)
+//   engine thread, forever:
+//     drain inbox (new sequences into the scheduler, aborts)   # and expire deadlines
+//     plan    = scheduler.Schedule()
+//     logits  = model.Forward(batch built from plan)           # one ragged batch
+//     ids     = per-request RequestSampler on each sampling row
+//     done    = scheduler.Update(plan, ids)
+//     emit    : detokenize, match stop strings, push deltas / finals to the channels
+//
+// Every submitted request gets exactly one final event. A failed Forward fails that step's
+// requests (kFinishedError, INTERNAL with the reason), frees their blocks, and the engine
+// goes on. Aborts take effect at the next step boundary.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model/sampler.h"
+#include "model/sampling_params.h"
+#include "model/tokenizer/tokenizer.h"
+#include "scheduler/engine_model.h"
+#include "scheduler/request_channel.h"
+#include "scheduler/scheduler.h"
+
+namespace llmserve {
+
+struct EngineConfig {
+  SchedulerConfig scheduler;    // block_size must equal the model's cache; num_blocks at most
+                                // the cache's (0: all of it); max_context 0: the model's
+  size_t channel_capacity = 32; // deltas queued per request before they coalesce
+
+  absl::Status Validate() const;
+};
+
+// One request, already tokenized and validated by the caller's edge.
+struct EngineRequest {
+  std::string request_id;       // the client's id (logs), may be empty
+  std::vector<int32_t> prompt;  // non-empty, ids in [0, vocab)
+  SamplingParams sampling;
+  StopConditions stop;
+  absl::Time deadline = absl::InfiniteFuture();  // aborted with kFinishedDeadline after it
+};
+
+// What Submit returns: the engine's id for Abort, and the channel to read.
+struct RequestHandle {
+  int64_t id = 0;
+  std::shared_ptr<RequestChannel> channel;
+};
+
+// A snapshot for GetServerInfo, health and metrics.
+struct EngineStats {
+  int32_t running = 0;
+  int32_t waiting = 0;          // in the inbox or the waiting queue (incl. preempted)
+  int32_t blocks_total = 0;
+  int32_t blocks_used = 0;
+  int32_t block_size = 0;
+  int64_t preemptions = 0;      // since start
+  int64_t steps = 0;            // since start
+  bool draining = false;
+};
+
+// What one step did (for metrics; durations are wall time).
+struct StepReport {
+  int32_t decode_tokens = 0;
+  int32_t prefill_tokens = 0;
+  int32_t preemptions = 0;
+  absl::Duration schedule, forward, sample, emit;
+  EngineStats stats;            // after the step
+};
+
+// Receives engine events on the engine thread; must not block. Default: ignore.
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  // After every non-empty step.
+  virtual void OnStep(const StepReport& /*report*/) {}
+  // When a request ends (any reason), with its final sequence state.
+  virtual void OnFinished(const Sequence& /*seq*/, const GenerationFinal& /*final_event*/) {}
+};
+
+class Engine {
+ public:
+  // `tokenizer` (may be null: deltas then carry no text and stop strings are refused)
+  // and `observer` (may be null) must outlive the engine. Does not start the thread.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineConfig& config,
+                                                        std::unique_ptr<EngineModel> model,
+                                                        const Tokenizer* tokenizer,
+                                                        EngineObserver* observer = nullptr);
+  // Stop()s.
+  ~Engine();
+
+  // Starts the engine thread.
+  void Start();
+
+  // Thread-safe. Queues a request. INVALID_ARGUMENT: bad parameters, ids outside the
+  // vocabulary, prompt + max_tokens beyond the context, or a request that could never fit
+  // the whole KV cache; RESOURCE_EXHAUSTED: max_waiting requests already wait;
+  // UNAVAILABLE: draining or stopped.
+  absl::StatusOr<RequestHandle> Submit(EngineRequest request);
+
+  // Thread-safe. Ends request `id` with `reason` (kFinishedCancelled or
+  // kFinishedDeadline) at the next step boundary; no-op if it already ended.
+  void Abort(int64_t id, SequenceState reason);
+
+  // Thread-safe. Stops accepting (Submit → UNAVAILABLE); requests in flight go on.
+  void BeginDrain();
+  // Thread-safe. Waits until no request is in flight, up to `timeout`; true if idle.
+  bool WaitIdle(absl::Duration timeout);
+  // Thread-safe. Ends every request still in flight (kFinishedCancelled), joins the thread.
+  void Stop();
+
+  // Thread-safe.
+  EngineStats Stats() const;
+  const EngineConfig& config() const { return config_; }
+  const EngineModel& model() const { return *model_; }
+
+ private:
+  struct Active;   // per-request engine state (sampler, decoder, stop matcher, channel)
+  struct Inbox;    // messages from other threads
+  struct Pending;  // a submitted request on its way to the engine thread
+
+  Engine(const EngineConfig& config, std::unique_ptr<EngineModel> model, const Tokenizer* tokenizer,
+         EngineObserver* observer);
+  void Loop();
+
+  // Thread-safe. Submit's checks that need no lock.
+  absl::Status ValidateRequest(const EngineRequest& request) const;
+  // Thread-safe. A fresh seed for a request without one.
+  uint64_t DrawSeed();
+
+  // Engine thread only (or Stop()'s thread when the engine never started).
+  // Sleeps while nothing is held and the inbox is empty; moves the inbox's messages into
+  // drained_adds_ / drained_aborts_. False when the engine must stop.
+  bool WaitAndDrain();
+  // Adds drained requests to the scheduler, applies drained aborts.
+  void ApplyDrained(absl::Time now);
+  // Ends every held request whose deadline has passed.
+  void ExpireDeadlines(absl::Time now);
+  // One step: schedule, forward, sample, update, emit (engine_step.cc).
+  void RunStep();
+  // Fills the batch members from `plan` and runs the model into logits_.
+  absl::Status Forward(const SchedulePlan& plan);
+  // After Update: deltas for new ids, stop strings, finals (engine_emit.cc).
+  void Emit(const SchedulePlan& plan, std::vector<std::unique_ptr<Sequence>>& finished, absl::Time now);
+  // Appends seq's not yet emitted ids (and their text) to active.pending.
+  void TakeNewIds(const Sequence& seq, Active& active, SampledToken* sampled);
+  // Flushes, pushes the last delta and the final, tells the observer, forgets the request.
+  void FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& status);
+  // Publishes Stats() and the finished/scheduled counts to other threads.
+  void Publish();
+  // Ends everything (inbox and scheduler) with kFinishedCancelled.
+  void Shutdown();
+
+  EngineConfig config_;
+  std::unique_ptr<EngineModel> model_;
+  const Tokenizer* tokenizer_;
+  EngineObserver* observer_;
+  const int32_t vocab_size_;   // the model's, cached for Submit
+  std::unique_ptr<Inbox> inbox_;
+
+  std::mutex seed_mu_;
+  uint64_t seed_state_ ABSL_GUARDED_BY(seed_mu_);  // splitmix64 state, seeded from random_device
+
+  std::mutex stop_mu_;  // serializes Start and Stop
+  bool started_ ABSL_GUARDED_BY(stop_mu_) = false;
+  bool shut_down_ ABSL_GUARDED_BY(stop_mu_) = false;
+
+  // Engine thread only. Buffers are cleared, not freed, between steps (no per-step
+  // allocation in steady state).
+  std::unique_ptr<Scheduler> scheduler_;
+  absl::flat_hash_map<int64_t, std::unique_ptr<Active>> active_;
+  std::vector<Pending> drained_adds_;
+  std::vector<std::pair<int64_t, SequenceState>> drained_aborts_;
+  std::vector<Active*> work_active_;             // per plan item
+  std::vector<int32_t> tokens_;                  // batch rows
+  std::vector<ForwardBatch::Seq> batch_seqs_;
+  std::vector<int32_t> logit_rows_;
+  std::vector<float> logits_;                    // [samples, vocab]
+  std::vector<int32_t> sampled_ids_;             // per sampling item
+  std::vector<SampledToken> sampled_;            // per sampling item
+  std::vector<int64_t> scratch_ids_;             // expired / stop-matched ids
+  absl::Time next_deadline_ = absl::InfiniteFuture();  // lower bound of held deadlines
+  bool stalled_ = false;           // held sequences but the last plan was empty
+  int64_t steps_ = 0;
+  int32_t finished_unpublished_ = 0;   // finals pushed since the last Publish()
+  int32_t scheduled_unpublished_ = 0;  // left the max_waiting count since the last Publish()
+  std::thread thread_;
+};
+
+}  // namespace llmserve
