@@ -1,0 +1,215 @@
+// engine_bench: generated tokens/s and per-step time of the continuous-batching engine
+// (no gRPC), closed loop at several concurrencies.
+//
+//   engine_bench --model PATH [--concurrency 1,4,16,64] [--requests-per-slot 2]
+//                [--input-len 128] [--output-len 128] [--weight-dtype bf16|f32]
+//                [--kv-dtype f32|bf16] [--threads 2] [--step-policy mixed|separate]
+//                [--max-batched-tokens 512] [--kv-cache-bytes N] [--json FILE]
+//
+// For each concurrency C, C client threads each submit a request (random-token prompt of
+// --input-len ids, --output-len generated, EOS ignored, greedy), wait for its final event,
+// and submit the next, until C × --requests-per-slot requests are done. Reported:
+// generated tok/s over the wall time, mean step time (all steps, and decode-only steps),
+// mean tokens per step, TTFT and end-to-end latency medians, preemptions.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "model/kv_cache.h"
+#include "model/model_loader.h"
+#include "model/transformer.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/engine.h"
+
+ABSL_FLAG(std::string, model, "", "model file or directory (GGUF, HF, llama2.c .bin)");
+ABSL_FLAG(std::string, concurrency, "1,4,16,64", "comma-separated concurrencies");
+ABSL_FLAG(int, requests_per_slot, 2, "requests per concurrent client");
+ABSL_FLAG(int, input_len, 128, "prompt tokens per request");
+ABSL_FLAG(int, output_len, 128, "generated tokens per request");
+ABSL_FLAG(std::string, weight_dtype, "bf16", "f32 or bf16");
+ABSL_FLAG(std::string, kv_dtype, "f32", "f32 or bf16");
+ABSL_FLAG(int, threads, 2, "OpenMP/oneDNN threads");
+ABSL_FLAG(std::string, step_policy, "mixed", "mixed or separate");
+ABSL_FLAG(int, max_batched_tokens, 512, "token budget per step");
+ABSL_FLAG(int64_t, kv_cache_bytes, int64_t{4} << 30, "KV cache budget in bytes");
+ABSL_FLAG(std::string, json, "", "append one JSON object per concurrency to this file");
+
+namespace {
+
+using llmserve::DType;
+
+// Step statistics gathered on the engine thread.
+class StepStats : public llmserve::EngineObserver {
+ public:
+  void OnStep(const llmserve::StepReport& r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const double s = absl::ToDoubleSeconds(r.schedule + r.forward + r.sample + r.emit);
+    ++steps_;
+    total_s_ += s;
+    tokens_ += r.decode_tokens + r.prefill_tokens;
+    if (r.prefill_tokens == 0) {
+      ++decode_steps_;
+      decode_s_ += s;
+    }
+  }
+  void Reset() {
+    std::lock_guard<std::mutex> lock(mu_);
+    steps_ = decode_steps_ = tokens_ = 0;
+    total_s_ = decode_s_ = 0;
+  }
+  nlohmann::ordered_json Json() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    nlohmann::ordered_json j;
+    j["steps"] = steps_;
+    j["step_ms_mean"] = steps_ ? 1e3 * total_s_ / static_cast<double>(steps_) : 0.0;
+    j["decode_step_ms_mean"] = decode_steps_ ? 1e3 * decode_s_ / static_cast<double>(decode_steps_) : 0.0;
+    j["tokens_per_step"] = steps_ ? static_cast<double>(tokens_) / static_cast<double>(steps_) : 0.0;
+    return j;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  int64_t steps_ = 0, decode_steps_ = 0, tokens_ = 0;
+  double total_s_ = 0, decode_s_ = 0;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int Fail(const std::string& msg) {
+  std::cerr << "engine_bench: " << msg << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const std::string path = absl::GetFlag(FLAGS_model);
+  if (path.empty()) return Fail("--model is required");
+  std::vector<int> concurrencies;
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_concurrency), ',', absl::SkipEmpty())) {
+    int c = 0;
+    if (!absl::SimpleAtoi(part, &c) || c < 1) return Fail("--concurrency: bad value");
+    concurrencies.push_back(c);
+  }
+  auto policy = llmserve::ParseStepPolicy(absl::GetFlag(FLAGS_step_policy));
+  if (!policy.ok()) return Fail(std::string(policy.status().message()));
+
+  auto weights = llmserve::LoadModel(path);
+  if (!weights.ok()) return Fail(std::string(weights.status().message()));
+  const llmserve::ModelConfig cfg = (*weights)->config;
+  llmserve::RuntimeConfig rt;
+  rt.weight_dtype = absl::GetFlag(FLAGS_weight_dtype) == "f32" ? DType::kF32 : DType::kBF16;
+  rt.kv_dtype = absl::GetFlag(FLAGS_kv_dtype) == "bf16" ? DType::kBF16 : DType::kF32;
+  rt.threads = absl::GetFlag(FLAGS_threads);
+  auto model = llmserve::Transformer::Create(**weights, rt);
+  if (!model.ok()) return Fail(std::string(model.status().message()));
+  weights->reset();
+
+  const int input_len = absl::GetFlag(FLAGS_input_len), output_len = absl::GetFlag(FLAGS_output_len);
+  const int max_c = *std::max_element(concurrencies.begin(), concurrencies.end());
+  auto kv = llmserve::KvCacheConfig::ForModel(cfg, 16, rt.kv_dtype);
+  kv.SetBlocksFromBytes(static_cast<size_t>(absl::GetFlag(FLAGS_kv_cache_bytes)));
+  auto cache = llmserve::KvCache::Create(kv);
+  if (!cache.ok()) return Fail(std::string(cache.status().message()));
+
+  llmserve::EngineConfig ec;
+  ec.scheduler.block_size = 16;
+  ec.scheduler.num_blocks = static_cast<int32_t>(kv.num_blocks);
+  ec.scheduler.max_running = std::max(64, max_c);
+  ec.scheduler.max_batched_tokens = std::max(absl::GetFlag(FLAGS_max_batched_tokens), ec.scheduler.max_running);
+  ec.scheduler.max_prefill_chunk = ec.scheduler.max_batched_tokens;
+  ec.scheduler.max_context = static_cast<int32_t>(cfg.context_length);
+  ec.scheduler.eos_id = cfg.eos_id;
+  ec.scheduler.step_policy = *policy;
+  StepStats stats;
+  auto engine = llmserve::Engine::Create(
+      ec, llmserve::MakeTransformerEngineModel(*std::move(model), *std::move(cache), rt.threads), nullptr, &stats);
+  if (!engine.ok()) return Fail(std::string(engine.status().message()));
+  (*engine)->Start();
+
+  std::printf("%-6s %9s %10s %12s %14s %10s %10s %10s %6s\n", "conc", "requests", "gen tok/s", "step ms", "decode step ms",
+              "tok/step", "ttft p50", "e2e p50", "preempt");
+  for (const int c : concurrencies) {
+    const int total = c * absl::GetFlag(FLAGS_requests_per_slot);
+    std::atomic<int> next{0}, failed{0};
+    std::atomic<int64_t> generated{0};
+    std::mutex mu;
+    std::vector<double> ttft, e2e;
+    stats.Reset();
+    const int64_t preempt0 = (*engine)->Stats().preemptions;
+    const absl::Time start = absl::Now();
+    std::vector<std::thread> clients;
+    for (int t = 0; t < c; ++t) {
+      clients.emplace_back([&, t] {
+        std::mt19937 rng(static_cast<uint32_t>(1000 * c + t));
+        std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(cfg.vocab_size) - 1);
+        while (next.fetch_add(1) < total) {
+          llmserve::EngineRequest req;
+          for (int i = 0; i < input_len; ++i) req.prompt.push_back(tok(rng));
+          req.sampling.temperature = 0;
+          req.stop.max_tokens = output_len;
+          req.stop.ignore_eos = true;
+          auto h = (*engine)->Submit(std::move(req));
+          if (!h.ok()) {
+            ++failed;
+            continue;
+          }
+          auto got = llmserve::CollectGeneration(*h->channel, absl::Minutes(30));
+          if (!got.ok() || got->final_event.reason != llmserve::SequenceState::kFinishedLength) {
+            ++failed;
+            continue;
+          }
+          generated += static_cast<int64_t>(got->ids.size());
+          std::lock_guard<std::mutex> lock(mu);
+          ttft.push_back(absl::ToDoubleSeconds(got->final_event.time_to_first_token));
+          e2e.push_back(absl::ToDoubleSeconds(got->final_event.total_time));
+        }
+      });
+    }
+    for (auto& th : clients) th.join();
+    const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+    nlohmann::ordered_json j;
+    j["model"] = path;
+    j["weight_dtype"] = absl::GetFlag(FLAGS_weight_dtype);
+    j["kv_dtype"] = absl::GetFlag(FLAGS_kv_dtype);
+    j["step_policy"] = absl::GetFlag(FLAGS_step_policy);
+    j["threads"] = rt.threads;
+    j["concurrency"] = c;
+    j["requests"] = total;
+    j["failed"] = failed.load();
+    j["input_len"] = input_len;
+    j["output_len"] = output_len;
+    j["wall_s"] = wall;
+    j["generated_tok_per_s"] = static_cast<double>(generated.load()) / wall;
+    j.update(stats.Json());
+    j["ttft_p50_s"] = Median(ttft);
+    j["e2e_p50_s"] = Median(e2e);
+    j["preemptions"] = (*engine)->Stats().preemptions - preempt0;
+    std::printf("%-6d %9d %10.1f %12.2f %14.2f %10.1f %10.3f %10.3f %6lld\n", c, total,
+                j["generated_tok_per_s"].get<double>(), j["step_ms_mean"].get<double>(),
+                j["decode_step_ms_mean"].get<double>(), j["tokens_per_step"].get<double>(), Median(ttft),
+                Median(e2e), static_cast<long long>(j["preemptions"].get<int64_t>()));
+    std::fflush(stdout);
+    if (failed.load() > 0) std::fprintf(stderr, "engine_bench: %d requests failed\n", failed.load());
+    if (const std::string f = absl::GetFlag(FLAGS_json); !f.empty()) std::ofstream(f, std::ios::app) << j.dump() << "\n";
+  }
+  (*engine)->Stop();
+  return 0;
+}

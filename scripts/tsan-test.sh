@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the engine's thread-facing tests with ThreadSanitizer and runs them.
+# (The real-model tests are left out: libgomp, which runs the kernels, is not
+# instrumented, so TSan cannot judge OpenMP code. The engine tests here use a fake
+# model without OpenMP.)
+# Usage: scripts/tsan-test.sh        BUILD_DIR defaults to build-tsan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir="${BUILD_DIR:-build-tsan}"
+tests=(block_pool_test scheduler_test scheduler_finish_test scheduler_preemption_test scheduler_random_test
+       request_channel_test engine_test engine_stress_test)
+
+scripts/install-deps.sh
+cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_TSAN=ON -DLLMSERVE_BUILD_TESTS=ON -DLLMSERVE_BUILD_BENCH=OFF
+cmake --build "$build_dir" --parallel "$(nproc)" --target "${tests[@]}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}"
+
+for t in "${tests[@]}"; do
+  echo "== $t (ThreadSanitizer)"
+  "$build_dir/tests/$t" --gtest_brief=1
+done
