@@ -1,0 +1,93 @@
+// LlmService: Generate hands each call to a GenerateReactor (generate_reactor.h); the unary
+// methods answer inline on the gRPC thread (no engine round trip: Stats() is a snapshot).
+#include "server/llm_service.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "server/generate_reactor.h"
+#include "server/proto_wire.h"
+#include "server/request_convert.h"
+#include "server/status_convert.h"
+
+namespace llmserve {
+
+LlmService::LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info)
+    : engine_(engine), tokenizer_(tokenizer), info_(std::move(info)) {}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* LlmService::Generate(grpc::CallbackServerContext* ctx,
+                                                                 const grpc::ByteBuffer* request) {
+  GenerateReactor::Deps deps{&engine_, &tokenizer_, &open_streams_};
+  return GenerateReactor::Start(ctx, *request, deps, next_request_number_.fetch_add(1));
+}
+
+grpc::ServerUnaryReactor* LlmService::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  llmserve::v1::TokenizeRequest req;
+  llmserve::v1::TokenizeResponse resp;
+  absl::Status s = ParseRequest(*request, &req);
+  if (s.ok()) s = FillTokenize(req, tokenizer_, &resp);
+  if (s.ok()) s = SerializeResponse(resp, response);
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LlmService::Detokenize(grpc::CallbackServerContext* ctx,
+                                                 const llmserve::v1::DetokenizeRequest* request,
+                                                 llmserve::v1::DetokenizeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(FillDetokenize(*request, tokenizer_, response)));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LlmService::GetModelInfo(grpc::CallbackServerContext* ctx,
+                                                   const llmserve::v1::GetModelInfoRequest* /*request*/,
+                                                   llmserve::v1::ModelInfo* response) {
+  const ModelConfig& c = info_.config;
+  response->set_name(info_.model_name.empty() ? c.name : info_.model_name);
+  const absl::string_view arch = ArchitectureName(c.arch);
+  response->set_architecture(std::string(arch.data(), arch.size()));
+  response->set_vocab_size(engine_.model().vocab_size());
+  // The limit requests are held to (the model's, unless the server configured less).
+  response->set_context_length(engine_.config().scheduler.max_context);
+  const absl::string_view wd = DTypeName(info_.weight_dtype), kd = DTypeName(info_.kv_dtype);
+  response->set_weight_dtype(std::string(wd.data(), wd.size()));
+  response->set_kv_dtype(std::string(kd.data(), kd.size()));
+  response->set_bos_id(tokenizer_.bos_id());
+  response->set_eos_id(tokenizer_.eos_id());
+  response->set_num_parameters(info_.num_parameters);
+  response->set_num_layers(static_cast<int32_t>(c.num_layers));
+  response->set_hidden_size(static_cast<int32_t>(c.hidden_size));
+  response->set_num_heads(static_cast<int32_t>(c.num_heads));
+  response->set_num_kv_heads(static_cast<int32_t>(c.num_kv_heads));
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LlmService::GetServerInfo(grpc::CallbackServerContext* ctx,
+                                                    const llmserve::v1::GetServerInfoRequest* /*request*/,
+                                                    llmserve::v1::ServerInfo* response) {
+  const EngineStats s = engine_.Stats();
+  const SchedulerConfig& sc = engine_.config().scheduler;
+  response->set_running_requests(s.running);
+  response->set_waiting_requests(s.waiting);
+  response->set_kv_blocks_total(s.blocks_total);
+  response->set_kv_blocks_used(s.blocks_used);
+  response->set_block_size(s.block_size);
+  response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - info_.start_time));
+  response->set_version(info_.version);
+  response->set_preemptions_total(s.preemptions);
+  response->set_max_running(sc.max_running);
+  response->set_max_waiting(sc.max_waiting);
+  response->set_max_batched_tokens(sc.max_batched_tokens);
+  response->set_step_policy(StepPolicyName(sc.step_policy));
+  response->set_draining(s.draining);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace llmserve

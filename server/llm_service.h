@@ -1,0 +1,75 @@
+// LlmService: the llmserve.v1.LlmService gRPC service (callback API) over one Engine.
+//
+//   Generate:  validate + tokenize (request_convert.h) → Engine::Submit → a write reactor
+//              that drains the request's RequestChannel with one write in flight:
+//              channel notifier → (no write in flight) TryPop → StartWrite(chunk/final)
+//              OnWriteDone → TryPop again ... final written → Finish(OK, or for a
+//              stream cut short INTERNAL / DEADLINE_EXCEEDED / UNAVAILABLE: see the proto).
+//              OnCancel (client cancelled, went away, or its deadline passed) →
+//              Engine::Abort(id, cancelled/deadline); the blocks are freed at the next
+//              step boundary.
+//   Tokenize, Detokenize, GetModelInfo, GetServerInfo: unary reactors, answered inline.
+// Generate and Tokenize are raw methods (they parse their own request, server/proto_wire.h)
+// so that invalid UTF-8 in a string field is INVALID_ARGUMENT naming the field, not gRPC's
+// bare UNIMPLEMENTED for a request that fails to deserialize. The wire API is unchanged.
+// Errors are grpc::Status via ToGrpcStatus (status_convert.h); messages say what was wrong.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "llmserve/v1/llmserve.grpc.pb.h"
+#include "model/dtype.h"
+#include "model/model_config.h"
+#include "model/tokenizer/tokenizer.h"
+#include "scheduler/engine.h"
+
+namespace llmserve {
+
+// What GetModelInfo / GetServerInfo report besides the engine's live figures.
+struct ServiceInfo {
+  std::string model_name;       // e.g. "stories260K"
+  ModelConfig config;           // the loaded model's config
+  int64_t num_parameters = 0;
+  DType weight_dtype = DType::kF32;
+  DType kv_dtype = DType::kF32;
+  std::string version;          // llmserve version string
+  absl::Time start_time = absl::Now();
+};
+
+// Thread-safe (gRPC threads). The engine and tokenizer must outlive the service.
+class LlmService final
+    : public llmserve::v1::LlmService::WithRawCallbackMethod_Generate<
+          llmserve::v1::LlmService::WithRawCallbackMethod_Tokenize<llmserve::v1::LlmService::CallbackService>> {
+ public:
+  LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info);
+
+  // Raw: the request is a serialized GenerateRequest, each response a GenerateResponse.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Generate(grpc::CallbackServerContext* ctx,
+                                                       const grpc::ByteBuffer* request) override;
+  // Raw: TokenizeRequest in, TokenizeResponse out.
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* ctx, const llmserve::v1::DetokenizeRequest* request,
+                                       llmserve::v1::DetokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* ctx,
+                                         const llmserve::v1::GetModelInfoRequest* request,
+                                         llmserve::v1::ModelInfo* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
+                                          const llmserve::v1::GetServerInfoRequest* request,
+                                          llmserve::v1::ServerInfo* response) override;
+
+  // Generate streams currently open (for draining: wait until 0).
+  int64_t open_streams() const { return open_streams_.load(); }
+
+ private:
+  Engine& engine_;
+  const Tokenizer& tokenizer_;
+  const ServiceInfo info_;
+  std::atomic<int64_t> open_streams_{0};
+  std::atomic<int64_t> next_request_number_{1};
+};
+
+}  // namespace llmserve

@@ -1,0 +1,241 @@
+#include "server/request_convert.h"
+
+#include <algorithm>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "model/tokenizer/utf8.h"
+
+namespace llmserve {
+namespace {
+
+absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
+
+// The sampling fields; unset ones keep SamplingParams' defaults (the proto's).
+absl::Status ConvertSampling(const v1::GenerateRequest& r, SamplingParams* out) {
+  if (r.has_temperature()) {
+    const float t = r.temperature();
+    if (!(t >= 0.0f && t <= kMaxTemperature)) {  // also refuses NaN
+      return Invalid(absl::StrCat("temperature must be in [0, ", kMaxTemperature, "] (0 = greedy), got ", t));
+    }
+    out->temperature = t;
+  }
+  if (r.has_top_k()) out->top_k = r.top_k();
+  if (r.has_top_p()) out->top_p = r.top_p();
+  if (r.has_min_p()) out->min_p = r.min_p();
+  if (r.has_repetition_penalty()) out->repetition_penalty = r.repetition_penalty();
+  if (r.has_presence_penalty()) out->presence_penalty = r.presence_penalty();
+  if (r.has_frequency_penalty()) out->frequency_penalty = r.frequency_penalty();
+  if (r.has_seed()) out->seed = r.seed();
+  if (r.has_logprobs()) {
+    out->want_logprobs = true;
+    out->logprobs = r.logprobs();
+  }
+  return out->Validate();  // names the proto's field for each range
+}
+
+// max_tokens (range only; the context check needs the prompt), stop, stop_token_ids.
+absl::Status ConvertStop(const v1::GenerateRequest& r, int32_t vocab_size, StopConditions* out) {
+  if (r.has_max_tokens() && r.max_tokens() < 1) {
+    return Invalid(absl::StrCat("max_tokens must be >= 1, got ", r.max_tokens()));
+  }
+  if (static_cast<size_t>(r.stop_size()) > kMaxStopStrings) {
+    return Invalid(absl::StrCat("stop must have at most ", kMaxStopStrings, " strings, got ", r.stop_size()));
+  }
+  for (int i = 0; i < r.stop_size(); ++i) {
+    const std::string& s = r.stop(i);
+    if (s.empty()) return Invalid(absl::StrCat("stop[", i, "] must be non-empty"));
+    if (s.size() > kMaxStopStringBytes) {
+      return Invalid(absl::StrCat("stop[", i, "] must be at most ", kMaxStopStringBytes, " bytes, got ", s.size()));
+    }
+    if (!utf8::IsValid(s)) return Invalid(absl::StrCat("stop[", i, "] must be valid UTF-8"));
+    out->stop_strings.push_back(s);
+  }
+  for (int i = 0; i < r.stop_token_ids_size(); ++i) {
+    const int32_t id = r.stop_token_ids(i);
+    if (id < 0 || id >= vocab_size) {
+      return Invalid(absl::StrCat("stop_token_ids[", i, "] must be in [0, ", vocab_size, "), got ", id));
+    }
+    out->stop_token_ids.push_back(id);
+  }
+  out->ignore_eos = r.ignore_eos();
+  return absl::OkStatus();
+}
+
+// The prompt ids: the token list as given, or the text tokenized.
+absl::StatusOr<std::vector<int32_t>> ConvertInput(const v1::GenerateRequest& r, const Tokenizer& tokenizer,
+                                                  int32_t vocab_size) {
+  switch (r.input_case()) {
+    case v1::GenerateRequest::kTokens: {
+      const auto& ids = r.tokens().ids();
+      if (ids.empty()) return Invalid("tokens.ids must be non-empty");
+      for (int i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || ids[i] >= vocab_size) {
+          return Invalid(absl::StrCat("tokens.ids[", i, "] must be in [0, ", vocab_size, "), got ", ids[i]));
+        }
+      }
+      return std::vector<int32_t>(ids.begin(), ids.end());
+    }
+    case v1::GenerateRequest::kText: {
+      const std::string& text = r.text();
+      if (text.empty()) return Invalid("text must be non-empty");
+      if (!utf8::IsValid(text)) return Invalid("text must be valid UTF-8");
+      EncodeOptions opts;
+      opts.add_bos = r.has_add_bos() ? r.add_bos() : tokenizer.add_bos_default();
+      absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(text, opts);
+      if (!ids.ok()) return Invalid(absl::StrCat("text could not be tokenized: ", ids.status().message()));
+      if (ids->empty()) return Invalid("text encodes to no tokens");
+      for (size_t i = 0; i < ids->size(); ++i) {
+        const int32_t id = (*ids)[i];
+        if (id < 0 || id >= vocab_size) {  // a tokenizer larger than the model
+          return Invalid(absl::StrCat("text encodes to token ", id, " (position ", i,
+                                      "), outside the model's vocabulary (", vocab_size, ")"));
+        }
+      }
+      return ids;
+    }
+    case v1::GenerateRequest::INPUT_NOT_SET:
+      break;
+  }
+  return Invalid("input is required: set text or tokens");
+}
+
+}  // namespace
+
+absl::StatusOr<EngineRequest> ToEngineRequest(const v1::GenerateRequest& request, const Tokenizer& tokenizer,
+                                              const RequestLimits& limits, std::string_view fallback_id) {
+  EngineRequest out;
+  if (request.request_id().size() > kMaxRequestIdBytes) {
+    return Invalid(absl::StrCat("request_id must be at most ", kMaxRequestIdBytes, " bytes, got ",
+                                request.request_id().size()));
+  }
+  out.request_id = request.request_id().empty() ? std::string(fallback_id) : request.request_id();
+  if (request.input_case() == v1::GenerateRequest::INPUT_NOT_SET) {
+    return Invalid("input is required: set text or tokens");
+  }
+  // Cheap checks before tokenizing.
+  if (absl::Status s = ConvertSampling(request, &out.sampling); !s.ok()) return s;
+  if (absl::Status s = ConvertStop(request, limits.vocab_size, &out.stop); !s.ok()) return s;
+  absl::StatusOr<std::vector<int32_t>> prompt = ConvertInput(request, tokenizer, limits.vocab_size);
+  if (!prompt.ok()) return prompt.status();
+  out.prompt = *std::move(prompt);
+
+  const int64_t n = static_cast<int64_t>(out.prompt.size());
+  if (request.has_max_tokens()) {
+    out.stop.max_tokens = request.max_tokens();
+    if (n + request.max_tokens() > limits.max_context) {
+      return Invalid(absl::StrCat("prompt (", n, " tokens) + max_tokens (", request.max_tokens(), ") = ",
+                                  n + request.max_tokens(), " exceeds the context length (", limits.max_context,
+                                  ")"));
+    }
+  } else {
+    if (n >= limits.max_context) {
+      return Invalid(absl::StrCat("prompt (", n, " tokens) leaves no room to generate in the context length (",
+                                  limits.max_context, ")"));
+    }
+    out.stop.max_tokens = static_cast<int32_t>(std::min<int64_t>(kDefaultMaxTokens, limits.max_context - n));
+  }
+  // A backstop: the engine's own rules (same ranges as above).
+  if (absl::Status s = out.stop.Validate(limits.vocab_size); !s.ok()) return s;
+  return out;
+}
+
+v1::FinishReason ToFinishReason(SequenceState state) {
+  switch (state) {
+    case SequenceState::kFinishedEos: return v1::FINISH_REASON_EOS;
+    case SequenceState::kFinishedStopToken: return v1::FINISH_REASON_STOP_TOKEN;
+    case SequenceState::kFinishedStopString: return v1::FINISH_REASON_STOP_SEQUENCE;
+    case SequenceState::kFinishedLength: return v1::FINISH_REASON_LENGTH;
+    case SequenceState::kFinishedCancelled: return v1::FINISH_REASON_CANCELLED;
+    case SequenceState::kFinishedDeadline: return v1::FINISH_REASON_DEADLINE;
+    case SequenceState::kFinishedError: return v1::FINISH_REASON_ERROR;
+    case SequenceState::kWaiting:
+    case SequenceState::kRunning:
+    case SequenceState::kPreempted:
+      break;
+  }
+  return v1::FINISH_REASON_UNSPECIFIED;
+}
+
+void ToChunk(GenerationDelta&& delta, v1::Chunk* out) {
+  out->mutable_ids()->Add(delta.ids.begin(), delta.ids.end());
+  out->set_text(std::move(delta.text));
+  for (const TokenLogprobs& lp : delta.logprobs) {
+    v1::TokenLogprob* t = out->add_logprobs();
+    t->set_id(lp.id);
+    t->set_logprob(lp.logprob);
+    for (const auto& [id, logprob] : lp.top) {
+      v1::TopLogprob* top = t->add_top();
+      top->set_id(id);
+      top->set_logprob(logprob);
+    }
+  }
+}
+
+void ToFinal(const GenerationFinal& f, const std::string& request_id, v1::Final* out) {
+  out->set_finish_reason(ToFinishReason(f.reason));
+  if (f.reason == SequenceState::kFinishedStopString) out->set_stop_sequence(f.stop_string);
+  out->mutable_usage()->set_prompt_tokens(f.prompt_tokens);
+  out->mutable_usage()->set_completion_tokens(f.completion_tokens);
+  out->mutable_timings()->set_queue_seconds(absl::ToDoubleSeconds(f.queue_time));
+  out->mutable_timings()->set_time_to_first_token_seconds(absl::ToDoubleSeconds(f.time_to_first_token));
+  out->mutable_timings()->set_total_seconds(absl::ToDoubleSeconds(f.total_time));
+  out->set_seed(f.seed);
+  out->set_request_id(request_id);
+  out->set_preemptions(f.preemptions);
+  if (f.reason == SequenceState::kFinishedError) {
+    std::string error(f.status.message());
+    if (error.empty()) error = "generation failed";
+    std::string clean;
+    utf8::AppendReplacingInvalid(error, &clean);  // a proto3 string must be UTF-8
+    out->set_error(std::move(clean));
+  }
+}
+
+absl::Status FinalCallStatus(const GenerationFinal& f) {
+  switch (f.reason) {
+    case SequenceState::kFinishedError:
+      return f.status.ok() ? absl::InternalError("generation failed") : f.status;
+    case SequenceState::kFinishedDeadline:
+      return absl::DeadlineExceededError("the call's deadline passed during generation");
+    case SequenceState::kFinishedCancelled:  // only the server cancels a live call (Engine::Stop)
+      return absl::UnavailableError("generation was cancelled: the server is shutting down");
+    default:
+      return absl::OkStatus();
+  }
+}
+
+absl::Status FillTokenize(const v1::TokenizeRequest& request, const Tokenizer& tokenizer, v1::TokenizeResponse* out) {
+  if (!utf8::IsValid(request.text())) return Invalid("text must be valid UTF-8");
+  EncodeOptions opts;
+  opts.add_bos = request.has_add_bos() ? request.add_bos() : tokenizer.add_bos_default();
+  absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(request.text(), opts);
+  if (!ids.ok()) return Invalid(absl::StrCat("text could not be tokenized: ", ids.status().message()));
+  out->mutable_ids()->Add(ids->begin(), ids->end());
+  for (int32_t id : *ids) {
+    std::string piece;
+    utf8::AppendReplacingInvalid(tokenizer.TokenBytes(id), &piece);
+    out->add_pieces(std::move(piece));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillDetokenize(const v1::DetokenizeRequest& request, const Tokenizer& tokenizer,
+                        v1::DetokenizeResponse* out) {
+  const int32_t vocab = tokenizer.vocab_size();
+  for (int i = 0; i < request.ids_size(); ++i) {
+    const int32_t id = request.ids(i);
+    if (id < 0 || id >= vocab) {
+      return Invalid(absl::StrCat("ids[", i, "] must be in [0, ", vocab, "), got ", id));
+    }
+  }
+  DecodeOptions opts;
+  opts.skip_special = request.skip_special();
+  const std::span<const int32_t> ids(request.ids().data(), static_cast<size_t>(request.ids_size()));
+  out->set_text(tokenizer.Decode(ids, opts));
+  return absl::OkStatus();
+}
+
+}  // namespace llmserve

@@ -1,0 +1,67 @@
+// request_convert: the service edge's translation between llmserve.v1 messages and the
+// engine's types. Pure functions, no gRPC calls; every refusal is INVALID_ARGUMENT whose
+// message names the proto field and what it must be ("top_p must be in (0, 1], got 1.5").
+//
+//   GenerateRequest ──ToEngineRequest──▶ EngineRequest   (check fields, tokenize, defaults)
+//   GenerationDelta ──ToChunk──────────▶ Chunk
+//   GenerationFinal ──ToFinal──────────▶ Final            (+ FinalCallStatus: how the call ends)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "llmserve/v1/llmserve.pb.h"
+#include "model/tokenizer/tokenizer.h"
+#include "scheduler/engine.h"
+#include "scheduler/request_channel.h"
+#include "scheduler/sequence.h"
+
+namespace llmserve {
+
+inline constexpr size_t kMaxRequestIdBytes = 128;   // GenerateRequest.request_id
+inline constexpr float kMaxTemperature = 100.0f;    // GenerateRequest.temperature
+inline constexpr int32_t kDefaultMaxTokens = 256;   // GenerateRequest.max_tokens when unset
+inline constexpr size_t kMaxStopStrings = 16;       // GenerateRequest.stop entries
+inline constexpr size_t kMaxStopStringBytes = 256;  // bytes per GenerateRequest.stop entry
+
+// What a request is checked against (the engine's model and scheduler).
+struct RequestLimits {
+  int32_t vocab_size = 0;   // prompt and stop ids must be in [0, vocab_size)
+  int32_t max_context = 0;  // prompt + max_tokens must be <= max_context
+};
+
+// Validates `request`, tokenizes its text, applies the proto's defaults. An unset
+// max_tokens is 256 or, if less, what the context leaves after the prompt. An empty
+// request_id becomes `fallback_id`. The deadline is left infinite (the caller sets it).
+absl::StatusOr<EngineRequest> ToEngineRequest(const llmserve::v1::GenerateRequest& request,
+                                              const Tokenizer& tokenizer, const RequestLimits& limits,
+                                              std::string_view fallback_id);
+
+// The proto enum for a finished state (UNSPECIFIED for a state that is not finished).
+llmserve::v1::FinishReason ToFinishReason(SequenceState state);
+
+// Fills `out` with the delta's ids, text and logprobs (moved out of `delta`).
+void ToChunk(GenerationDelta&& delta, llmserve::v1::Chunk* out);
+
+// Fills `out` with the final event; `request_id` is the request's (given or generated).
+void ToFinal(const GenerationFinal& final_event, const std::string& request_id, llmserve::v1::Final* out);
+
+// How the call ends after the final message: OK when generation ended normally (EOS, stop,
+// length); ERROR: the engine's status (INTERNAL with the reason); DEADLINE:
+// DEADLINE_EXCEEDED; CANCELLED (the server shutting down): UNAVAILABLE.
+absl::Status FinalCallStatus(const GenerationFinal& final_event);
+
+// Tokenize's answer: ids and pieces (each id's bytes, invalid UTF-8 as U+FFFD). INVALID_ARGUMENT
+// for text that is not valid UTF-8.
+absl::Status FillTokenize(const llmserve::v1::TokenizeRequest& request, const Tokenizer& tokenizer,
+                      llmserve::v1::TokenizeResponse* out);
+
+// Detokenize's answer. INVALID_ARGUMENT naming the first id outside [0, vocab).
+absl::Status FillDetokenize(const llmserve::v1::DetokenizeRequest& request, const Tokenizer& tokenizer,
+                        llmserve::v1::DetokenizeResponse* out);
+
+}  // namespace llmserve

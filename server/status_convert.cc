@@ -1,0 +1,12 @@
+#include "server/status_convert.h"
+
+#include <string>
+
+namespace llmserve {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+}  // namespace llmserve
