@@ -1,0 +1,46 @@
+// SetUpModel: from a ServerConfig to a ready (not yet started) Engine.
+//
+//   --model ""   → the built-in demo model (server/demo_model.h)
+//   --model PATH → LoadModel(PATH) + LoadTokenizer(--tokenizer, else PATH itself)
+//   → Transformer::Create(weight dtype, threads) → KvCache(ChooseKvBlocks) → Engine::Create
+//
+// The file weights are released once the transformer has packed its own copies.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model/model_weights.h"
+#include "model/tokenizer/tokenizer.h"
+#include "scheduler/engine.h"
+#include "server/llm_service.h"
+#include "server/server_config.h"
+
+namespace llmserve {
+
+// The llmserve version GetServerInfo reports (keep in step with CMakeLists.txt's project()).
+inline constexpr char kLlmserveVersion[] = "0.1.0";
+
+struct ModelSetup {
+  std::unique_ptr<Tokenizer> tokenizer;  // declared before the engine: outlives it
+  std::unique_ptr<Engine> engine;        // created, not started
+  ServiceInfo info;                      // for LlmService
+  bool demo = false;                     // the built-in demo model
+  int32_t num_blocks = 0;                // KV blocks in the cache
+  std::string summary;                   // model and engine settings, for the startup log line
+};
+
+// Loads and builds everything. Errors carry the loader's message (which names the file):
+// NOT_FOUND for a missing path, INVALID_ARGUMENT for a corrupt or unsupported file.
+absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config);
+
+// The served name for a model path: the file name without extension, or the
+// directory's name ("models/stories15M.bin" -> "stories15M").
+std::string ModelNameFromPath(const std::string& path);
+
+// Total elements of every tensor (tied embeddings count once).
+int64_t CountParameters(const ModelWeights& weights);
+
+}  // namespace llmserve

@@ -1,0 +1,70 @@
+// ServerConfig: everything the llmserve binary is told on its command line (server/main.cc
+// fills it from flags), with the defaults and one Validate().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "model/dtype.h"
+#include "model/model_config.h"
+#include "scheduler/scheduler.h"
+
+namespace llmserve {
+
+struct ServerConfig {
+  // Model.
+  std::string model_path;          // llama2.c .bin, .gguf or HF directory; "" = built-in demo model
+  std::string tokenizer_path;      // "" = the model's own (required for llama2.c checkpoints)
+  std::string model_name;          // reported by GetModelInfo; "" = from the path ("demo" for the demo)
+
+  // Network.
+  std::string host = "0.0.0.0";    // address to listen on (IPv4, IPv6 or a name)
+  int32_t port = 50051;            // 0 = any free port (the chosen one is logged)
+
+  // Runtime.
+  int32_t threads = 0;             // compute threads, 0 = all cores
+  std::optional<DType> weight_dtype;  // f32 or bf16; unset = bf16 with avx512_bf16, else f32
+  DType kv_dtype = DType::kF32;    // f32 or bf16
+
+  // KV cache and scheduler.
+  int64_t kv_cache_bytes = int64_t{2} << 30;  // KV budget; capped to max_running full contexts
+  int32_t kv_blocks = 0;           // > 0: exactly this many blocks (overrides kv_cache_bytes)
+  int32_t block_size = 16;         // tokens per KV block
+  int32_t max_running = 64;        // sequences in the running batch
+  int32_t max_batched_tokens = 512;  // tokens per engine step, >= max_running
+  int32_t max_prefill_chunk = 0;   // prompt tokens per sequence per step; 0 = max_batched_tokens
+  int32_t max_waiting = 256;       // queued requests beyond which Generate gets RESOURCE_EXHAUSTED
+  StepPolicy step_policy = StepPolicy::kMixed;
+  int32_t max_decode_stall = 4;    // separate policy: prefill steps in a row while decodes wait
+  int32_t channel_capacity = 32;   // deltas queued per stream before they coalesce
+
+  // Lifecycle.
+  int32_t drain_timeout_seconds = 30;  // SIGTERM: how long in-flight streams may finish
+  std::string log_level = "info";  // trace, debug, info, warn, error
+
+  // INVALID_ARGUMENT naming the flag (--name) and the allowed range.
+  absl::Status Validate() const;
+
+  // "host:port", with an IPv6 literal bracketed.
+  std::string ListenAddress() const;
+  // The weight dtype in effect (resolves the default).
+  DType EffectiveWeightDType() const;
+};
+
+// "f32" / "bf16" (or "auto" -> nullopt for the weight dtype); INVALID_ARGUMENT naming `flag`.
+absl::StatusOr<std::optional<DType>> ParseComputeDType(const std::string& flag, const std::string& value,
+                                                       bool allow_auto);
+
+// A byte count: digits with an optional K, M, G or T suffix (powers of 1024; "2G", "512MiB",
+// "1073741824"). INVALID_ARGUMENT naming `flag`.
+absl::StatusOr<int64_t> ParseByteSize(const std::string& flag, const std::string& value);
+
+// KV blocks for `config` on `model`: kv_blocks if set, else as many as kv_cache_bytes holds,
+// capped at max_running sequences of the whole context (what the engine could ever use).
+// INVALID_ARGUMENT if that is not even one block.
+absl::StatusOr<int32_t> ChooseKvBlocks(const ServerConfig& config, const ModelConfig& model);
+
+}  // namespace llmserve

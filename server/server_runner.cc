@@ -1,0 +1,127 @@
+#include "server/server_runner.h"
+
+#include <algorithm>
+#include <csignal>
+#include <memory>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/llm_service.h"
+#include "server/model_setup.h"
+#include "server/service_gate.h"
+#include "spdlog/spdlog.h"
+
+namespace llmserve {
+namespace {
+
+// After a drain that timed out: how long the streams still open get to write their
+// (cancelled) finals before the server cancels them.
+constexpr absl::Duration kShutdownGrace = absl::Seconds(5);
+
+std::unique_ptr<grpc::Server> StartGrpc(const ServerConfig& config, ServiceGate* gate, int* port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.ListenAddress(), grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(gate);
+  // A second server on the same port must fail, not share it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Ping idle connections every minute (a vanished client's streams get cancelled) and
+  // accept client keepalive pings down to every 10 s, also between calls.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  return builder.BuildAndStart();
+}
+
+void SetHealth(grpc::Server& server, bool serving) {
+  grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus("", serving);
+  health->SetServingStatus(llmserve::v1::LlmService::service_full_name(), serving);
+}
+
+// Polls until no Generate stream is open or `deadline`; true if none is.
+bool WaitStreamsClosed(const LlmService& service, absl::Time deadline) {
+  while (service.open_streams() > 0) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+// Steps 1-5 of the shutdown (server_runner.h).
+void Drain(const ServerConfig& config, grpc::Server& server, Engine& engine, const LlmService& service) {
+  // Refuse first, then tell the health checkers: whoever sees NOT_SERVING is refused too.
+  engine.BeginDrain();
+  if (grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService()) health->SetServingStatus(false);
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + absl::Seconds(config.drain_timeout_seconds);
+  // Streams close just after their engine request ends (the final still has to be written).
+  const bool drained = engine.WaitIdle(deadline - start) && WaitStreamsClosed(service, deadline);
+  if (drained) {
+    spdlog::info("drained in {:.3f} s", absl::ToDoubleSeconds(absl::Now() - start));
+  } else {
+    const EngineStats stats = engine.Stats();
+    spdlog::warn("drain timeout ({} s): cancelling {} running and {} waiting requests, {} streams open",
+                 config.drain_timeout_seconds, stats.running, stats.waiting, service.open_streams());
+    engine.Stop();  // every request left gets its final (cancelled) ...
+    if (!WaitStreamsClosed(service, absl::Now() + kShutdownGrace)) {  // ... which is written here
+      spdlog::warn("{} streams still open after {}: cancelling them", service.open_streams(),
+                   absl::FormatDuration(kShutdownGrace));
+    }
+  }
+  // Nothing useful is left in flight: cancel what remains now. (A deadline in the future
+  // would make Shutdown wait for idle client connections to go away: seconds.)
+  server.Shutdown(absl::ToChronoTime(absl::Now()));
+  server.Wait();
+  engine.Stop();
+}
+
+}  // namespace
+
+int RunServer(const ServerConfig& config, SignalWatcher& signals) {
+  ServiceGate gate;
+  int port = 0;
+  std::unique_ptr<grpc::Server> server = StartGrpc(config, &gate, &port);
+  if (server == nullptr || port == 0) {
+    spdlog::error("cannot listen on {}: the address is in use or not available", config.ListenAddress());
+    return 1;
+  }
+  SetHealth(*server, false);
+  ServerConfig bound = config;
+  bound.port = port;
+  const std::string address = bound.ListenAddress();
+  spdlog::info("llmserve {} listening on {} (NOT_SERVING while the model loads)", kLlmserveVersion, address);
+
+  absl::StatusOr<ModelSetup> setup = SetUpModel(config);
+  if (!setup.ok()) {
+    spdlog::error("{}", std::string(setup.status().message()));
+    server->Shutdown(absl::ToChronoTime(absl::Now()));
+    server->Wait();
+    return 1;
+  }
+  if (setup->demo) {
+    spdlog::warn("demo model: random weights, its text is meaningless "
+                 "(scripts/get-model.sh fetches a real one; then pass --model and --tokenizer)");
+  }
+  LlmService service(*setup->engine, *setup->tokenizer, setup->info);
+  setup->engine->Start();
+  gate.Open(&service);
+  SetHealth(*server, true);
+  spdlog::info("serving on {}: {}", address, setup->summary);
+
+  const int sig = signals.WaitForShutdown();
+  spdlog::info("{}: health NOT_SERVING, draining (up to {} s; a second signal exits at once)",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT", config.drain_timeout_seconds);
+  Drain(config, *server, *setup->engine, service);
+  server.reset();  // before the service it forwards to
+  spdlog::info("shut down");
+  return 0;
+}
+
+}  // namespace llmserve

@@ -1,0 +1,45 @@
+// SignalWatcher: SIGTERM / SIGINT handling without async-signal-safety worries.
+//
+//   main() first thing:  SignalWatcher::Start()  blocks SIGTERM, SIGINT (and SIGUSR1, the
+//                        watcher's wake-up) in the calling thread; every thread started
+//                        later inherits the mask, so only the watcher's sigwait sees them.
+//   watcher thread:      sigwait → 1st SIGTERM/SIGINT: records it, wakes WaitForShutdown()
+//                                → 2nd one: logs and _exit(128 + signal) at once
+//   ~SignalWatcher:      wakes the watcher with SIGUSR1 and joins it.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+
+namespace llmserve {
+
+class SignalWatcher {
+ public:
+  // Blocks the signals in the calling thread and starts the watcher. Call before any
+  // other thread exists.
+  static absl::StatusOr<std::unique_ptr<SignalWatcher>> Start();
+  ~SignalWatcher();
+
+  // Thread-safe. Blocks until the first SIGTERM/SIGINT (returns at once if it already
+  // came); returns the signal number.
+  int WaitForShutdown();
+  // Thread-safe. The first signal's number, or 0.
+  int received() const;
+
+ private:
+  SignalWatcher() = default;
+  void Run();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  int first_signal_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,92 @@
+// SetUpModel: the demo model when no path is given, a real llama2.c model with its
+// tokenizer, and the errors for missing or mismatched files.
+#include "server/model_setup.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "server/demo_model.h"
+#include "tests/util/test_assets.h"
+
+namespace llmserve {
+namespace {
+
+TEST(ModelSetupTest, NoModelPathBuildsTheDemoModel) {
+  ServerConfig c;
+  c.kv_blocks = 32;
+  c.weight_dtype = DType::kF32;
+  c.threads = 2;
+  auto setup = SetUpModel(c);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  EXPECT_TRUE(setup->demo);
+  EXPECT_EQ(setup->num_blocks, 32);
+  EXPECT_EQ(setup->info.model_name, "demo");
+  EXPECT_EQ(setup->info.config.vocab_size, 258);
+  auto demo = MakeDemoModel();
+  ASSERT_TRUE(demo.ok()) << demo.status();
+  EXPECT_EQ(setup->info.num_parameters, CountParameters(*demo->weights));
+  EXPECT_EQ(setup->info.weight_dtype, DType::kF32);
+  EXPECT_EQ(setup->info.version, kLlmserveVersion);
+  ASSERT_NE(setup->engine, nullptr);
+  EXPECT_EQ(setup->engine->config().scheduler.num_blocks, 32);
+  EXPECT_EQ(setup->engine->config().scheduler.eos_id, 257);
+  EXPECT_EQ(setup->engine->config().scheduler.max_context, 2048);
+  EXPECT_NE(setup->summary.find("32 blocks x 16 = 512 tokens"), std::string::npos) << setup->summary;
+}
+
+TEST(ModelSetupTest, ExplicitNameAndPrefillChunk) {
+  ServerConfig c;
+  c.kv_blocks = 8;
+  c.model_name = "my-demo";
+  c.max_prefill_chunk = 64;
+  auto setup = SetUpModel(c);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  EXPECT_EQ(setup->info.model_name, "my-demo");
+  EXPECT_EQ(setup->engine->config().scheduler.max_prefill_chunk, 64);
+}
+
+TEST(ModelSetupTest, MissingModelIsNotFound) {
+  ServerConfig c;
+  c.model_path = "/nonexistent/dir/model.gguf";
+  auto setup = SetUpModel(c);
+  EXPECT_EQ(setup.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(setup.status().message().find("/nonexistent/dir/model.gguf: no such file"), std::string::npos)
+      << setup.status();
+}
+
+TEST(ModelSetupTest, Llama2cModelNeedsItsTokenizer) {
+  LLMSERVE_REQUIRE_ASSET(model, "models/llama2c/stories260K.bin");
+  LLMSERVE_REQUIRE_ASSET(big_tok, "models/llama2c/tokenizer.bin");
+  ServerConfig c;
+  c.model_path = model;
+  auto none = SetUpModel(c);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(none.status().message().find("give --tokenizer"), std::string::npos) << none.status();
+  c.tokenizer_path = big_tok;  // 32000 tokens for a 512-token model
+  auto mismatch = SetUpModel(c);
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mismatch.status().message().find("more than the model's 512"), std::string::npos) << mismatch.status();
+}
+
+TEST(ModelSetupTest, Stories260KWithItsTokenizer) {
+  LLMSERVE_REQUIRE_ASSET(model, "models/llama2c/stories260K.bin");
+  LLMSERVE_REQUIRE_ASSET(tok, "models/llama2c/tok512.bin");
+  ServerConfig c;
+  c.model_path = model;
+  c.tokenizer_path = tok;
+  c.threads = 2;
+  c.max_running = 4;
+  auto setup = SetUpModel(c);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  EXPECT_FALSE(setup->demo);
+  EXPECT_EQ(setup->info.model_name, "stories260K");
+  EXPECT_EQ(setup->info.config.context_length, 512);
+  EXPECT_EQ(setup->num_blocks, 4 * 512 / 16);  // the 2 GiB default capped to 4 contexts
+  EXPECT_GT(setup->info.num_parameters, 200'000);
+  EXPECT_LT(setup->info.num_parameters, 300'000);
+  EXPECT_EQ(setup->tokenizer->vocab_size(), 512);
+  EXPECT_EQ(setup->engine->config().scheduler.eos_id, 2);
+}
+
+}  // namespace
+}  // namespace llmserve

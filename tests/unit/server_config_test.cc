@@ -1,0 +1,143 @@
+// ServerConfig::Validate (a table of bad settings and the flag each message names),
+// ParseByteSize, ParseComputeDType, ListenAddress, ChooseKvBlocks, ModelNameFromPath.
+#include "server/server_config.h"
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "model/kv_cache.h"
+#include "server/demo_model.h"
+#include "server/model_setup.h"
+
+namespace llmserve {
+namespace {
+
+TEST(ServerConfigTest, DefaultsAreValid) {
+  ServerConfig c;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
+  EXPECT_EQ(c.port, 50051);
+  EXPECT_EQ(c.host, "0.0.0.0");
+  EXPECT_EQ(c.ListenAddress(), "0.0.0.0:50051");
+}
+
+struct BadCase {
+  std::string name;
+  std::function<void(ServerConfig&)> change;
+  std::string message;  // substring of the error
+};
+
+TEST(ServerConfigTest, InvalidSettingsNameTheFlag) {
+  const std::vector<BadCase> cases = {
+      {"tokenizer without model", [](ServerConfig& c) { c.tokenizer_path = "tok.bin"; }, "--tokenizer needs --model"},
+      {"empty host", [](ServerConfig& c) { c.host = ""; }, "--host"},
+      {"negative port", [](ServerConfig& c) { c.port = -1; }, "--port=-1"},
+      {"port too large", [](ServerConfig& c) { c.port = 65536; }, "--port=65536"},
+      {"negative threads", [](ServerConfig& c) { c.threads = -2; }, "--threads=-2"},
+      {"zero kv bytes", [](ServerConfig& c) { c.kv_cache_bytes = 0; }, "--kv-cache-bytes=0"},
+      {"negative kv blocks", [](ServerConfig& c) { c.kv_blocks = -1; }, "--kv-blocks=-1"},
+      {"zero block size", [](ServerConfig& c) { c.block_size = 0; }, "--block-size=0"},
+      {"huge block size", [](ServerConfig& c) { c.block_size = 2048; }, "--block-size=2048"},
+      {"zero max running", [](ServerConfig& c) { c.max_running = 0; }, "--max-running=0"},
+      {"batched below running", [](ServerConfig& c) { c.max_batched_tokens = 32; }, "--max-batched-tokens=32"},
+      {"chunk above batched", [](ServerConfig& c) { c.max_prefill_chunk = 513; }, "--max-prefill-chunk=513"},
+      {"negative chunk", [](ServerConfig& c) { c.max_prefill_chunk = -1; }, "--max-prefill-chunk=-1"},
+      {"zero max waiting", [](ServerConfig& c) { c.max_waiting = 0; }, "--max-waiting=0"},
+      {"zero decode stall", [](ServerConfig& c) { c.max_decode_stall = 0; }, "--max-decode-stall=0"},
+      {"zero channel", [](ServerConfig& c) { c.channel_capacity = 0; }, "--channel-capacity=0"},
+      {"negative drain", [](ServerConfig& c) { c.drain_timeout_seconds = -1; }, "--drain-timeout=-1"},
+      {"f16 weights", [](ServerConfig& c) { c.weight_dtype = DType::kF16; }, "f16 is not supported"},
+      {"f16 kv", [](ServerConfig& c) { c.kv_dtype = DType::kF16; }, "f16 is not supported"},
+      {"log level", [](ServerConfig& c) { c.log_level = "verbose"; }, "--log-level=verbose"},
+  };
+  for (const BadCase& bc : cases) {
+    SCOPED_TRACE(bc.name);
+    ServerConfig c;
+    bc.change(c);
+    const absl::Status s = c.Validate();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find(bc.message), std::string::npos) << s.message();
+  }
+}
+
+TEST(ServerConfigTest, KvBlocksOverrideTheByteBudget) {
+  ServerConfig c;
+  c.kv_cache_bytes = 0;  // irrelevant once kv_blocks is set
+  c.kv_blocks = 10;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
+  auto blocks = ChooseKvBlocks(c, DemoModelConfig());
+  ASSERT_TRUE(blocks.ok()) << blocks.status();
+  EXPECT_EQ(*blocks, 10);
+}
+
+TEST(ServerConfigTest, KvBlocksFromBytesCappedToWhatCanBeUsed) {
+  const ModelConfig m = DemoModelConfig();
+  const size_t per_block = KvCacheConfig::ForModel(m, 16, DType::kF32).BytesPerBlock();
+  ASSERT_GT(per_block, 0u);
+  ServerConfig c;
+  c.kv_cache_bytes = static_cast<int64_t>(per_block) * 100 + 1;
+  auto small = ChooseKvBlocks(c, m);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(*small, 100);
+  c.kv_cache_bytes = int64_t{1} << 40;  // far more than 64 contexts of 2048 tokens
+  c.max_running = 3;
+  auto capped = ChooseKvBlocks(c, m);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_EQ(*capped, 3 * 2048 / 16);
+  c.kv_cache_bytes = static_cast<int64_t>(per_block) - 1;
+  auto none = ChooseKvBlocks(c, m);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(none.status().message().find("holds no KV block"), std::string::npos) << none.status();
+}
+
+TEST(ServerConfigTest, ParseByteSize) {
+  const std::vector<std::pair<std::string, int64_t>> good = {
+      {"1073741824", int64_t{1} << 30}, {"2G", int64_t{2} << 30}, {"512M", int64_t{512} << 20},
+      {"512MiB", int64_t{512} << 20},   {"4KB", 4096},            {"1T", int64_t{1} << 40},
+      {"100B", 100},                    {"3g", int64_t{3} << 30}};
+  for (const auto& [text, want] : good) {
+    auto got = ParseByteSize("kv-cache-bytes", text);
+    ASSERT_TRUE(got.ok()) << text << ": " << got.status();
+    EXPECT_EQ(*got, want) << text;
+  }
+  for (const std::string text : {"", "G", "-1", "2X", "1.5G", "2 G", "99999999999999999999", "9000000T"}) {
+    auto got = ParseByteSize("kv-cache-bytes", text);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << "'" << text << "'";
+    EXPECT_NE(got.status().message().find("--kv-cache-bytes"), std::string::npos);
+  }
+}
+
+TEST(ServerConfigTest, ParseComputeDType) {
+  EXPECT_EQ(ParseComputeDType("kv-dtype", "f32", false).value(), DType::kF32);
+  EXPECT_EQ(ParseComputeDType("kv-dtype", "bf16", false).value(), DType::kBF16);
+  EXPECT_FALSE(ParseComputeDType("weight-dtype", "auto", true).value().has_value());
+  EXPECT_FALSE(ParseComputeDType("kv-dtype", "auto", false).ok());
+  const auto bad = ParseComputeDType("kv-dtype", "f16", false);
+  EXPECT_NE(bad.status().message().find("--kv-dtype=f16"), std::string::npos) << bad.status();
+}
+
+TEST(ServerConfigTest, ListenAddressBracketsIpv6) {
+  ServerConfig c;
+  c.port = 8000;
+  for (const auto& [host, want] : std::vector<std::pair<std::string, std::string>>{
+           {"127.0.0.1", "127.0.0.1:8000"}, {"::", "[::]:8000"}, {"::1", "[::1]:8000"},
+           {"[::1]", "[::1]:8000"}, {"localhost", "localhost:8000"}}) {
+    c.host = host;
+    EXPECT_EQ(c.ListenAddress(), want);
+  }
+}
+
+TEST(ServerConfigTest, ModelNameFromPath) {
+  EXPECT_EQ(ModelNameFromPath("models/stories15M.bin"), "stories15M");
+  EXPECT_EQ(ModelNameFromPath("/x/y/tiny.gguf"), "tiny");
+  EXPECT_EQ(ModelNameFromPath("noext"), "noext");
+  const std::string dir = ::testing::TempDir() + "/SmolLM-135M";
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(ModelNameFromPath(dir), "SmolLM-135M");
+  EXPECT_EQ(ModelNameFromPath(dir + "/"), "SmolLM-135M");
+}
+
+}  // namespace
+}  // namespace llmserve
