@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/llm_service.h"
 #include "server/model_setup.h"
@@ -23,6 +24,9 @@ constexpr absl::Duration kShutdownGrace = absl::Seconds(5);
 
 std::unique_ptr<grpc::Server> StartGrpc(const ServerConfig& config, ServiceGate* gate, int* port) {
   grpc::EnableDefaultHealthCheckService(true);
+  // Link grpc.health.v1's descriptors in, so reflection can describe the health service
+  // (gRPC's built-in health service does not use the generated messages).
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.ListenAddress(), grpc::InsecureServerCredentials(), port);
   builder.RegisterService(gate);
