@@ -16,6 +16,8 @@ PACKAGES=(
   python3-numpy
   # examples/python (gRPC client; its stubs come from protoc + grpc_python_plugin)
   python3-grpcio python3-protobuf
+  # Tests: promtool checks metrics, rules and the dashboard's queries
+  prometheus
 )
 
 SUDO=""
