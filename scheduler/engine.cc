@@ -15,6 +15,7 @@ namespace llmserve {
 absl::Status EngineConfig::Validate() const {
   if (absl::Status s = scheduler.Validate(); !s.ok()) return s;
   if (channel_capacity < 1) return absl::InvalidArgumentError("EngineConfig.channel_capacity must be >= 1, got 0");
+  if (!clock) return absl::InvalidArgumentError("EngineConfig.clock must be set");
   return absl::OkStatus();
 }
 
@@ -110,7 +111,7 @@ absl::Status Engine::ValidateRequest(const EngineRequest& r) const {
 
 absl::StatusOr<RequestHandle> Engine::Submit(EngineRequest request) {
   if (absl::Status s = ValidateRequest(request); !s.ok()) return s;
-  const absl::Time arrival = absl::Now();
+  const absl::Time arrival = Now();
   const uint64_t seed = request.sampling.seed.has_value() ? *request.sampling.seed : DrawSeed();
   auto seq = std::make_unique<Sequence>();
   seq->request_id = std::move(request.request_id);
@@ -195,7 +196,7 @@ EngineStats Engine::Stats() const {
 
 void Engine::Loop() {
   while (WaitAndDrain()) {
-    const absl::Time now = absl::Now();
+    const absl::Time now = Now();
     ApplyDrained(now);
     ExpireDeadlines(now);
     RunStep();
@@ -270,7 +271,7 @@ void Engine::ExpireDeadlines(absl::Time now) {
 }
 
 void Engine::Shutdown() {
-  const absl::Time now = absl::Now();
+  const absl::Time now = Now();
   {
     std::lock_guard<std::mutex> lock(inbox_->mu);
     drained_adds_.swap(inbox_->adds);

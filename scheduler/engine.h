@@ -17,6 +17,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "model/sampler.h"
 #include "model/sampling_params.h"
@@ -41,6 +43,8 @@ struct EngineConfig {
   SchedulerConfig scheduler;    // block_size must equal the model's cache; num_blocks at most
                                 // the cache's (0: all of it); max_context 0: the model's
   size_t channel_capacity = 32; // deltas queued per request before they coalesce
+  std::function<absl::Time()> clock = absl::Now;  // every engine timestamp (tests inject one);
+                                                  // request deadlines are on this clock
 
   absl::Status Validate() const;
 };
@@ -89,6 +93,11 @@ class EngineObserver {
   virtual void OnStep(const StepReport& /*report*/) {}
   // When a request ends (any reason), with its final sequence state.
   virtual void OnFinished(const Sequence& /*seq*/, const GenerationFinal& /*final_event*/) {}
+  // For each generated token put into a delta (delivered to the client), sampled at `now`;
+  // `prev` is the request's previous delivered token's time (InfinitePast for its first).
+  virtual void OnToken(const Sequence& /*seq*/, absl::Time /*prev*/, absl::Time /*now*/) {}
+  // Whenever the engine publishes its stats (every step, also after aborts and at shutdown).
+  virtual void OnStats(const EngineStats& /*stats*/) {}
 };
 
 class Engine {
@@ -161,6 +170,8 @@ class Engine {
   void FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& status);
   // Publishes Stats() and the finished/scheduled counts to other threads.
   void Publish();
+  // The configured clock.
+  absl::Time Now() const { return config_.clock(); }
   // Ends everything (inbox and scheduler) with kFinishedCancelled.
   void Shutdown();
 

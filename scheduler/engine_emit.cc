@@ -41,6 +41,8 @@ void Engine::TakeNewIds(const Sequence& seq, Active& a, SampledToken* sampled) {
       a.pending.logprobs.push_back(std::move(lp));
     }
     ++a.emitted;
+    if (observer_ != nullptr) observer_->OnToken(seq, a.last_emitted, seq.times.last_token);
+    a.last_emitted = seq.times.last_token;
     if (!a.decoder.has_value()) continue;
     if (a.matcher.has_value() && a.matcher->matched()) continue;  // text after a stop string is dropped
     std::string piece = a.decoder->Push(id);
@@ -165,6 +167,7 @@ void Engine::Publish() {
   finished_unpublished_ = 0;
   scheduled_unpublished_ = 0;
   if (idle) inbox_->idle.notify_all();
+  if (observer_ != nullptr) observer_->OnStats(Stats());  // incl. requests still in the inbox
 }
 
 }  // namespace llmserve

@@ -43,6 +43,7 @@ struct Engine::Active {
   absl::Time deadline;
   bool want_logprobs;
   size_t emitted = 0;               // generated ids already put into deltas
+  absl::Time last_emitted = absl::InfinitePast();  // when the latest of them was sampled
   bool counted_waiting = true;      // still counted against max_waiting
   size_t stop_index = 0;            // the matched stop string (matcher->matched())
   GenerationDelta pending;          // built during emit, pushed before the final

@@ -40,9 +40,9 @@ absl::Status Engine::Forward(const SchedulePlan& plan) {
 }
 
 void Engine::RunStep() {
-  const absl::Time t0 = absl::Now();
+  const absl::Time t0 = Now();
   SchedulePlan plan = scheduler_->Schedule(t0);
-  const absl::Time t1 = absl::Now();
+  const absl::Time t1 = Now();
   if (plan.empty()) {
     stalled_ = scheduler_->num_running() + scheduler_->num_waiting() > 0;
     Publish();
@@ -68,7 +68,7 @@ void Engine::RunStep() {
   }
 
   const absl::Status fwd = Forward(plan);
-  const absl::Time t2 = absl::Now();
+  const absl::Time t2 = Now();
   absl::Time t3 = t2;
   if (!fwd.ok()) {
     // The step's requests fail; their blocks go back; the engine carries on.
@@ -92,11 +92,11 @@ void Engine::RunStep() {
       sampled_.push_back(work_active_[k]->sampler.Sample(logits, s.prompt, s.generated));
       sampled_ids_.push_back(sampled_.back().id);
     }
-    t3 = absl::Now();
+    t3 = Now();
     std::vector<std::unique_ptr<Sequence>> finished = scheduler_->Update(plan, sampled_ids_, t3);
     Emit(plan, finished, t3);
   }
-  const absl::Time t4 = absl::Now();
+  const absl::Time t4 = Now();
   Publish();
   if (observer_ != nullptr) {
     StepReport r;

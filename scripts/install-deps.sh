@@ -14,6 +14,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # Tests: independent Python reference
   python3-numpy
+  # Tests: promtool (check metrics, check/test rules) and a real Prometheus server
+  prometheus
   # examples/python (gRPC client; its stubs come from protoc + grpc_python_plugin)
   python3-grpcio python3-protobuf
   # Tests: promtool checks metrics, rules and the dashboard's queries

@@ -68,6 +68,7 @@ GenerateReactor* GenerateReactor::Start(grpc::CallbackServerContext* ctx, const 
     }
   }
   if (!status.ok()) {
+    if (deps.metrics != nullptr) deps.metrics->RecordRejected(status.code());
     spdlog::debug("Generate {} refused: {}", r->request_id_.empty() ? req.request_id() : r->request_id_,
                   status.ToString());
     {

@@ -27,6 +27,7 @@
 #include "grpcpp/grpcpp.h"
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine.h"
+#include "server/metrics.h"
 
 namespace llmserve {
 
@@ -37,6 +38,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
     Engine* engine;
     const Tokenizer* tokenizer;
     std::atomic<int64_t>* open_streams;  // incremented for the reactor's lifetime
+    Metrics* metrics = nullptr;          // counts refusals at the door; may be null
   };
 
   // Starts the call (see the diagram); `request_number` names a request without an id.

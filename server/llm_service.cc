@@ -13,12 +13,12 @@
 
 namespace llmserve {
 
-LlmService::LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info)
-    : engine_(engine), tokenizer_(tokenizer), info_(std::move(info)) {}
+LlmService::LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info, Metrics* metrics)
+    : engine_(engine), tokenizer_(tokenizer), info_(std::move(info)), metrics_(metrics) {}
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* LlmService::Generate(grpc::CallbackServerContext* ctx,
                                                                  const grpc::ByteBuffer* request) {
-  GenerateReactor::Deps deps{&engine_, &tokenizer_, &open_streams_};
+  GenerateReactor::Deps deps{&engine_, &tokenizer_, &open_streams_, metrics_};
   return GenerateReactor::Start(ctx, *request, deps, next_request_number_.fetch_add(1));
 }
 

@@ -25,6 +25,7 @@
 #include "model/model_config.h"
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine.h"
+#include "server/metrics.h"
 
 namespace llmserve {
 
@@ -39,12 +40,13 @@ struct ServiceInfo {
   absl::Time start_time = absl::Now();
 };
 
-// Thread-safe (gRPC threads). The engine and tokenizer must outlive the service.
+// Thread-safe (gRPC threads). The engine, tokenizer and metrics (may be null; counts
+// Generate calls refused at the door) must outlive the service.
 class LlmService final
     : public llmserve::v1::LlmService::WithRawCallbackMethod_Generate<
           llmserve::v1::LlmService::WithRawCallbackMethod_Tokenize<llmserve::v1::LlmService::CallbackService>> {
  public:
-  LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info);
+  LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info, Metrics* metrics = nullptr);
 
   // Raw: the request is a serialized GenerateRequest, each response a GenerateResponse.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Generate(grpc::CallbackServerContext* ctx,
@@ -68,6 +70,7 @@ class LlmService final
   Engine& engine_;
   const Tokenizer& tokenizer_;
   const ServiceInfo info_;
+  Metrics* const metrics_;
   std::atomic<int64_t> open_streams_{0};
   std::atomic<int64_t> next_request_number_{1};
 };

@@ -27,6 +27,9 @@ ABSL_FLAG(std::string, tokenizer, "", "tokenizer file or directory; empty = the 
 ABSL_FLAG(std::string, model_name, "", "name GetModelInfo reports; empty = from the model path");
 ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on");
 ABSL_FLAG(int32_t, port, 50051, "gRPC port (0 = any free port, logged)");
+ABSL_FLAG(int32_t, metrics_port, 9400, "Prometheus metrics port (GET /metrics on --host; 0 = off)");
+ABSL_FLAG(std::string, metrics_prefix, "llmserve_",
+          "metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. vllm: for vLLM dashboards)");
 ABSL_FLAG(int32_t, threads, 0, "compute threads (0 = all cores)");
 ABSL_FLAG(std::string, weight_dtype, "auto", "f32 or bf16; auto = bf16 on CPUs with avx512_bf16, else f32");
 ABSL_FLAG(std::string, kv_dtype, "f32", "KV cache element type: f32 or bf16");
@@ -52,7 +55,7 @@ using llmserve::ServerConfig;
 const std::vector<std::string>& FlagOrder() {
   static const std::vector<std::string> order = {
       "#model", "model", "tokenizer", "model_name", "weight_dtype", "kv_dtype", "threads",
-      "#network", "host", "port",
+      "#network", "host", "port", "metrics_port", "metrics_prefix",
       "#engine", "kv_cache_bytes", "kv_blocks", "block_size", "max_running", "max_batched_tokens",
       "max_prefill_chunk", "max_waiting", "step_policy", "max_decode_stall", "channel_capacity",
       "#lifecycle", "drain_timeout", "log_level"};
@@ -129,6 +132,8 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.model_name = absl::GetFlag(FLAGS_model_name);
   c.host = absl::GetFlag(FLAGS_host);
   c.port = absl::GetFlag(FLAGS_port);
+  c.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  c.metrics_prefix = absl::GetFlag(FLAGS_metrics_prefix);
   c.threads = absl::GetFlag(FLAGS_threads);
   auto weight = llmserve::ParseComputeDType("weight-dtype", absl::GetFlag(FLAGS_weight_dtype), /*allow_auto=*/true);
   if (!weight.ok()) return weight.status();

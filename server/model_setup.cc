@@ -81,7 +81,12 @@ int64_t CountParameters(const ModelWeights& weights) {
   return n;
 }
 
-absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config) {
+std::string ServedModelName(const ServerConfig& config) {
+  if (!config.model_name.empty()) return config.model_name;
+  return config.model_path.empty() ? std::string("demo") : ModelNameFromPath(config.model_path);
+}
+
+absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver* observer) {
   auto loaded = LoadFiles(config);
   if (!loaded.ok()) return loaded.status();
   const ModelConfig model_config = loaded->weights->config;
@@ -119,14 +124,12 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config) {
   sc.max_decode_stall = config.max_decode_stall;
   ec.channel_capacity = static_cast<size_t>(config.channel_capacity);
   auto engine = Engine::Create(ec, MakeTransformerEngineModel(*std::move(transformer), *std::move(cache), config.threads),
-                               out.tokenizer.get());
+                               out.tokenizer.get(), observer);
   if (!engine.ok()) return Prefixed(engine.status(), "cannot start the engine");
   out.engine = *std::move(engine);
 
   ServiceInfo& info = out.info;
-  info.model_name = !config.model_name.empty() ? config.model_name
-                    : out.demo                 ? std::string("demo")
-                                               : ModelNameFromPath(config.model_path);
+  info.model_name = ServedModelName(config);
   info.config = model_config;
   info.num_parameters = CountParameters(*loaded->weights);
   info.weight_dtype = runtime.weight_dtype;

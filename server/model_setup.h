@@ -32,9 +32,14 @@ struct ModelSetup {
   std::string summary;                   // model and engine settings, for the startup log line
 };
 
-// Loads and builds everything. Errors carry the loader's message (which names the file):
+// Loads and builds everything; `observer` (may be null, must outlive the engine) becomes
+// the engine's. Errors carry the loader's message (which names the file):
 // NOT_FOUND for a missing path, INVALID_ARGUMENT for a corrupt or unsupported file.
-absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config);
+absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver* observer = nullptr);
+
+// The name the model is served under: --model-name, else "demo" for the built-in
+// model, else ModelNameFromPath (known before the model loads).
+std::string ServedModelName(const ServerConfig& config);
 
 // The served name for a model path: the file name without extension, or the
 // directory's name ("models/stories15M.bin" -> "stories15M").

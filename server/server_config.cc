@@ -28,6 +28,14 @@ absl::Status ServerConfig::Validate() const {
   }
   if (host.empty()) return absl::InvalidArgumentError("--host must not be empty (0.0.0.0 = all interfaces)");
   if (absl::Status s = InRange("port", port, 0, 65535, " (0 = any free port)"); !s.ok()) return s;
+  if (absl::Status s = InRange("metrics-port", metrics_port, 0, 65535, " (0 = no metrics)"); !s.ok()) return s;
+  if (metrics_port != 0 && metrics_port == port) {
+    return absl::InvalidArgumentError(absl::StrCat("--metrics-port=", metrics_port, " is the same as --port"));
+  }
+  if (!ValidMetricsPrefix(metrics_prefix)) {
+    return absl::InvalidArgumentError(absl::StrCat("--metrics-prefix=", metrics_prefix,
+                                                   ": must match [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. llmserve_ or vllm:)"));
+  }
   if (absl::Status s = InRange("threads", threads, 0, 1024, " (0 = all cores)"); !s.ok()) return s;
   if (kv_blocks == 0 && kv_cache_bytes < 1) return OutOfRange("kv-cache-bytes", kv_cache_bytes, ">= 1");
   if (absl::Status s = InRange("kv-blocks", kv_blocks, 0, std::numeric_limits<int32_t>::max(),
@@ -68,6 +76,20 @@ absl::Status ServerConfig::Validate() const {
 std::string ServerConfig::ListenAddress() const {
   const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
   return v6 ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
+}
+
+bool ValidMetricsPrefix(const std::string& p) {
+  const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':'; };
+  if (p.empty() || !letter(p[0])) return false;
+  for (char c : p) {
+    if (!letter(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+std::string ServerConfig::MetricsAddress() const {
+  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return v6 ? absl::StrCat("[", host, "]:", metrics_port) : absl::StrCat(host, ":", metrics_port);
 }
 
 DType ServerConfig::EffectiveWeightDType() const { return weight_dtype.value_or(DefaultWeightDType()); }

@@ -23,6 +23,8 @@ struct ServerConfig {
   // Network.
   std::string host = "0.0.0.0";    // address to listen on (IPv4, IPv6 or a name)
   int32_t port = 50051;            // 0 = any free port (the chosen one is logged)
+  int32_t metrics_port = 9400;     // Prometheus /metrics on host:metrics_port; 0 = off
+  std::string metrics_prefix = "llmserve_";  // metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* ("vllm:")
 
   // Runtime.
   int32_t threads = 0;             // compute threads, 0 = all cores
@@ -50,9 +52,14 @@ struct ServerConfig {
 
   // "host:port", with an IPv6 literal bracketed.
   std::string ListenAddress() const;
+  // The same for metrics_port.
+  std::string MetricsAddress() const;
   // The weight dtype in effect (resolves the default).
   DType EffectiveWeightDType() const;
 };
+
+// A Prometheus metric name prefix: non-empty, [a-zA-Z_:][a-zA-Z0-9_:]*.
+bool ValidMetricsPrefix(const std::string& prefix);
 
 // "f32" / "bf16" (or "auto" -> nullopt for the weight dtype); INVALID_ARGUMENT naming `flag`.
 absl::StatusOr<std::optional<DType>> ParseComputeDType(const std::string& flag, const std::string& value,

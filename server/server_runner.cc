@@ -5,12 +5,17 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "model/dtype.h"
+#include "prometheus/registry.h"
 #include "server/llm_service.h"
+#include "server/metrics.h"
+#include "server/metrics_exposer.h"
 #include "server/model_setup.h"
 #include "server/service_gate.h"
 #include "spdlog/spdlog.h"
@@ -86,10 +91,42 @@ void Drain(const ServerConfig& config, grpc::Server& server, Engine& engine, con
   engine.Stop();
 }
 
+// The engine_config_info labels for `config`.
+MetricsConfigInfo ConfigInfo(const ServerConfig& config) {
+  MetricsConfigInfo info;
+  info.block_size = config.block_size;
+  const absl::string_view wd = DTypeName(config.EffectiveWeightDType()), kd = DTypeName(config.kv_dtype);
+  info.weight_dtype = std::string(wd.data(), wd.size());
+  info.kv_dtype = std::string(kd.data(), kd.size());
+  info.threads = config.threads;
+  info.max_running = config.max_running;
+  info.max_batched_tokens = config.max_batched_tokens;
+  info.step_policy = StepPolicyName(config.step_policy);
+  info.version = kLlmserveVersion;
+  return info;
+}
+
 }  // namespace
 
 int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   ServiceGate gate;
+  // Metrics first (known before the model loads), scrapeable while it loads.
+  auto registry = std::make_shared<prometheus::Registry>();
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+      Metrics::Create(*registry, config.metrics_prefix, ServedModelName(config), ConfigInfo(config));
+  if (!metrics.ok()) {
+    spdlog::error("{}", std::string(metrics.status().message()));
+    return 1;
+  }
+  MetricsExposer exposer;
+  if (config.metrics_port != 0) {
+    absl::StatusOr<MetricsExposer> started = StartMetricsExposer(config.MetricsAddress(), registry);
+    if (!started.ok()) {
+      spdlog::error("{}", std::string(started.status().message()));
+      return 1;
+    }
+    exposer = *std::move(started);
+  }
   int port = 0;
   std::unique_ptr<grpc::Server> server = StartGrpc(config, &gate, &port);
   if (server == nullptr || port == 0) {
@@ -100,9 +137,11 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   ServerConfig bound = config;
   bound.port = port;
   const std::string address = bound.ListenAddress();
-  spdlog::info("llmserve {} listening on {} (NOT_SERVING while the model loads)", kLlmserveVersion, address);
+  spdlog::info("llmserve {} listening on {} (NOT_SERVING while the model loads); metrics {}", kLlmserveVersion,
+               address, config.metrics_port == 0 ? std::string("off")
+                        : absl::StrCat("on http://", config.host, ":", exposer.port, "/metrics"));
 
-  absl::StatusOr<ModelSetup> setup = SetUpModel(config);
+  absl::StatusOr<ModelSetup> setup = SetUpModel(config, metrics->get());
   if (!setup.ok()) {
     spdlog::error("{}", std::string(setup.status().message()));
     server->Shutdown(absl::ToChronoTime(absl::Now()));
@@ -113,7 +152,8 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     spdlog::warn("demo model: random weights, its text is meaningless "
                  "(scripts/get-model.sh fetches a real one; then pass --model and --tokenizer)");
   }
-  LlmService service(*setup->engine, *setup->tokenizer, setup->info);
+  LlmService service(*setup->engine, *setup->tokenizer, setup->info, metrics->get());
+  (*metrics)->OnStats(setup->engine->Stats());  // KV capacity before the first step
   setup->engine->Start();
   gate.Open(&service);
   SetHealth(*server, true);

@@ -48,7 +48,7 @@ errors = []
 
 # Metric names exported by llmserve under the default prefix (docs/OPERATIONS.md).
 GAUGES = ["num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
-          "kv_cache_blocks_total", "kv_cache_blocks_used", "engine_config_info"]
+          "kv_cache_num_blocks", "kv_cache_blocks_used", "engine_config_info"]
 COUNTERS = ["prompt_tokens_total", "generation_tokens_total", "request_success_total",
             "request_failure_total", "num_preemptions_total"]
 HISTOGRAMS = ["time_to_first_token_seconds", "inter_token_latency_seconds",

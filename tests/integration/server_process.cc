@@ -60,7 +60,10 @@ std::unique_ptr<ServerProcess> ServerProcess::Launch(const std::vector<std::stri
   p->log_path_ = NewLogPath();
   // Everything the child needs is prepared before fork: between fork and exec it only
   // calls async-signal-safe functions (this test process has gRPC threads).
-  std::vector<std::string> argv = {LLMSERVE_BINARY, "--host=127.0.0.1", absl::StrCat("--port=", p->port_)};
+  // Metrics off unless `args` turns them on (a later flag wins): tests run servers in
+  // parallel, and the default metrics port is fixed.
+  std::vector<std::string> argv = {LLMSERVE_BINARY, "--host=127.0.0.1", absl::StrCat("--port=", p->port_),
+                                   "--metrics-port=0"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env = {"OMP_WAIT_POLICY=passive"};
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);

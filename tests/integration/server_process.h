@@ -1,7 +1,7 @@
 // ServerProcess: the real llmserve binary (LLMSERVE_BINARY) started on a free loopback port
 // for integration tests, and small gRPC client helpers around it.
 //
-//   Launch(args)   fork/exec llmserve --host 127.0.0.1 --port P args...  (stdout+stderr → a log file,
+//   Launch(args)   fork/exec llmserve --host 127.0.0.1 --port P --metrics-port 0 args...  (stdout+stderr → a log file,
 //                  so a chatty server never blocks on a full pipe)
 //   Start(args)    Launch + wait (bounded) until grpc.health.v1 Check("") says SERVING; a port
 //                  taken between choosing and binding ("cannot listen") is retried with another
