@@ -1,7 +1,7 @@
 // engine_bench: generated tokens/s and per-step time of the continuous-batching engine
 // (no gRPC), closed loop at several concurrencies.
 //
-//   engine_bench --model PATH [--concurrency 1,4,16,64] [--requests-per-slot 2]
+//   engine_bench --model PATH [--concurrency 1,4,16,64] [--requests_per_slot 2]
 //                [--input-len 128] [--output-len 128] [--weight-dtype bf16|f32]
 //                [--kv-dtype f32|bf16] [--threads 2] [--step-policy mixed|separate]
 //                [--max-batched-tokens 512] [--kv-cache-bytes N] [--json FILE]

@@ -37,8 +37,8 @@ stem="bench/results/engine-$(date -u +%Y%m%dT%H%MZ)"
       for p in ${policies//,/ }; do
         echo "## $m weights=$d policy=$p input=$in_len output=$out_len threads=2"
         build/bench/engine_bench --model "build/benchmodels/llama-$m-bf16.gguf" \
-          --weight-dtype "$d" --step-policy "$p" --concurrency "$conc" --input-len "$in_len" \
-          --output-len "$out_len" --threads 2 --json "$stem.jsonl"
+          --weight_dtype "$d" --step_policy "$p" --concurrency "$conc" --input_len "$in_len" \
+          --output_len "$out_len" --threads 2 --json "$stem.jsonl"
       done
     done
   done
