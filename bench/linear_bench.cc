@@ -1,5 +1,7 @@
-// Linear::Forward (oneDNN matmul over packed weights) on the "1b" model's shapes
-// (TinyLlama: dim 2048, FFN 5632, KV dim 256), f32 and bf16 weights, M = 1, 16, 512.
+// Linear::Forward on the "1b" model's shapes as the transformer runs them (TinyLlama: dim
+// 2048, FFN 5632, KV dim 256; Q|K|V and gate|up fused, plus the vocabulary head), f32 and
+// bf16 weights, M = 1, 4, 16, 512. For M <= kGemvMaxRows each runs twice: gemv:1 is the
+// default path (the AVX-512 GEMV of model/ops/gemv.h), gemv:0 oneDNN's matmul.
 //
 //   linear_bench [--threads=N] [google-benchmark flags]      (default 2 threads)
 //
@@ -16,6 +18,7 @@
 
 #include "benchmark/benchmark.h"
 #include "model/ops/dnn_context.h"
+#include "model/ops/gemv.h"
 #include "model/ops/linear.h"
 #include "model/runtime_config.h"
 
@@ -31,10 +34,13 @@ struct Shape {
   int64_t out, in;
 };
 
-// One decoder layer of the "1b" model.
-constexpr Shape kLayer[] = {{"attn_q", 2048, 2048},   {"attn_k", 256, 2048},   {"attn_v", 256, 2048},
-                            {"attn_output", 2048, 2048}, {"ffn_gate", 5632, 2048}, {"ffn_up", 5632, 2048},
+// One decoder layer of the "1b" model, with the fused matrices the transformer builds.
+constexpr Shape kLayer[] = {{"attn_qkv", 2560, 2048},
+                            {"attn_output", 2048, 2048},
+                            {"ffn_gate_up", 11264, 2048},
                             {"ffn_down", 2048, 5632}};
+// The vocabulary head (runs once per sampled row).
+constexpr Shape kHead = {"output", 32000, 2048};
 
 constexpr size_t kColdBytes = size_t{128} << 20;
 
@@ -70,8 +76,10 @@ std::unique_ptr<Linear> MakeLinear(const Shape& s, DType compute, uint32_t seed)
 }
 
 // Runs `shapes` (copies of them, rotating, so weights come from memory) over M rows.
+// state.range(1) = 0 sends M <= kGemvMaxRows to oneDNN instead of the GEMV.
 void RunLinears(benchmark::State& state, std::vector<Shape> shapes, DType compute) {
   const int64_t m = state.range(0);
+  llmserve::SetGemvEnabled(state.range(1) != 0);
   size_t layer_bytes = 0;
   std::vector<std::unique_ptr<Linear>> layer;
   for (const Shape& s : shapes) layer.push_back(MakeLinear(s, compute, 1));
@@ -108,6 +116,8 @@ void RunLinears(benchmark::State& state, std::vector<Shape> shapes, DType comput
                          benchmark::Counter::kIsRate);
   state.counters["weight_MB"] = static_cast<double>(layer_bytes) / 1e6;
   state.counters["copies"] = static_cast<double>(copies);
+  state.counters["gemv"] = m <= llmserve::kGemvMaxRows && all[0][0]->uses_gemv() ? 1 : 0;
+  llmserve::SetGemvEnabled(true);
 }
 
 void BM_Linear(benchmark::State& state, Shape shape, DType compute) { RunLinears(state, {shape}, compute); }
@@ -116,17 +126,28 @@ void BM_Layer(benchmark::State& state, DType compute) {
   RunLinears(state, std::vector<Shape>(std::begin(kLayer), std::end(kLayer)), compute);
 }
 
+// M = 1, 4 on both paths (gemv:1, gemv:0), then 16 and 512 (oneDNN either way).
+void Args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "gemv"});
+  for (int64_t m : {int64_t{1}, llmserve::kGemvMaxRows}) {
+    b->Args({m, 1});
+    b->Args({m, 0});
+  }
+  b->Args({16, 1});
+  b->Args({512, 1});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 void Register() {
-  const Shape distinct[] = {kLayer[0], kLayer[1], kLayer[4], kLayer[6]};  // q/o, k/v, gate/up, down
+  std::vector<Shape> shapes(std::begin(kLayer), std::end(kLayer));
+  shapes.push_back(kHead);
   for (DType dt : {DType::kF32, DType::kBF16}) {
     const std::string dname(llmserve::DTypeName(dt));
-    for (const Shape& s : distinct) {
+    for (const Shape& s : shapes) {
       const std::string name = "Linear/" + dname + "/" + s.name + "_" + std::to_string(s.out) + "x" + std::to_string(s.in);
-      benchmark::RegisterBenchmark(name.c_str(), BM_Linear, s, dt)->Arg(1)->Arg(16)->Arg(512)
-          ->ArgName("M")->Unit(benchmark::kMicrosecond)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), BM_Linear, s, dt)->Apply(Args);
     }
-    benchmark::RegisterBenchmark(("Layer/" + dname + "/all_7_linears").c_str(), BM_Layer, dt)
-        ->Arg(1)->Arg(16)->Arg(512)->ArgName("M")->Unit(benchmark::kMicrosecond)->UseRealTime();
+    benchmark::RegisterBenchmark(("Layer/" + dname + "/4_fused_linears").c_str(), BM_Layer, dt)->Apply(Args);
   }
 }
 

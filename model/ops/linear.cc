@@ -6,6 +6,12 @@
 //
 // bf16 compute: x is converted to bf16 into a scratch buffer of the DnnContext; the matmul
 // reads bf16 src and weights and writes f32 dst (bias f32).
+//
+// Decode (M <= kGemvMaxRows): oneDNN's M=1 matmul streams weights well below the machine's
+// read bandwidth, so small M runs the AVX-512 GEMV of model/ops/gemv.h instead. On AVX-512
+// oneDNN packs weights exactly in the GEMV's panel layout (BA16a64b2a bf16, BA16a64b f32),
+// so the GEMV reads the same packed copy; if oneDNN ever picks another layout, every M
+// stays on oneDNN (no second copy is made).
 #include "model/ops/linear.h"
 
 #include <omp.h>
@@ -17,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/ops/dnn_context.h"
+#include "model/ops/gemv.h"
 #include "model/ops/linear_convert.h"
 
 namespace llmserve {
@@ -54,6 +61,7 @@ class DnnLinear final : public Linear {
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
   size_t weight_bytes() const override { return packed_md_.get_size(); }
+  bool uses_gemv() const override { return gemv_layout_ && GemvEnabled() && GemvSupported(gemv_.dtype); }
 
  private:
   struct Entry {
@@ -75,6 +83,8 @@ class DnnLinear final : public Linear {
   dnnl::memory::desc packed_md_;
   dnnl::memory weights_;  // packed, owned by oneDNN
   dnnl::memory bias_;     // f32 [1, out], owned by oneDNN; empty without bias
+  bool gemv_layout_ = false;  // weights_ is in the GEMV's panel layout
+  GemvWeights gemv_;          // views of weights_ and bias_ for the GEMV
   std::vector<Entry> cache_;
   uint64_t tick_ = 0;
 };
@@ -124,6 +134,17 @@ void DnnLinear::Pack(const void* plain, const float* bias) {
   }
   // Fail at load, not at the first step, if the chosen layout cannot be executed.
   (void)GetEntry(1);
+
+  const dnnl::memory::desc panels({in_, out_}, compute_, compute_ == dt::bf16 ? tag::BA16a64b2a : tag::BA16a64b);
+  gemv_layout_ = packed_md_ == panels;
+  if (gemv_layout_) {
+    gemv_.dtype = compute_ == dt::bf16 ? DType::kBF16 : DType::kF32;
+    gemv_.in = in_;
+    gemv_.out = out_;
+    gemv_.in_padded = packed_md_.data.padded_dims[0];
+    gemv_.data = weights_.get_data_handle();
+    gemv_.bias = has_bias_ ? static_cast<const float*>(bias_.get_data_handle()) : nullptr;
+  }
 }
 
 DnnLinear::Entry& DnnLinear::GetEntry(int64_t m) {
@@ -161,6 +182,12 @@ DnnLinear::Entry& DnnLinear::GetEntry(int64_t m) {
 
 void DnnLinear::Forward(const float* x, int64_t m, float* y) {
   if (m <= 0) return;
+  if (m <= kGemvMaxRows && uses_gemv()) {
+    const size_t scratch_bytes = GemvScratchElements(gemv_, m) * sizeof(uint16_t);
+    auto* scratch = static_cast<uint16_t*>(ctx_.ScratchBuffer(DnnContext::Scratch::kBf16Src, scratch_bytes));
+    Gemv(gemv_, x, m, y, scratch);
+    return;
+  }
   Entry* entry = nullptr;
   try {
     entry = &GetEntry(m);

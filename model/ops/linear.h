@@ -1,4 +1,5 @@
-// Linear: y = x · Wᵀ (+ b) over all M rows of a step, as one oneDNN matmul.
+// Linear: y = x · Wᵀ (+ b) over all M rows of a step, as one oneDNN matmul (or, for
+// M <= kGemvMaxRows on AVX-512, the GEMV of model/ops/gemv.h over the same packed weight).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,8 @@ class DnnContext;  // model/ops/dnn_context.h: the oneDNN engine + stream
 
 // A packed weight matrix [out, in] with optional bias [out]. The weight is converted
 // once at creation to `compute` dtype (f32 or bf16) and reordered into oneDNN's
-// preferred blocked layout; matmul primitives are cached per M.
+// preferred blocked layout; matmul primitives are cached per M. Small M (decode) runs the
+// GEMV directly over that packed copy when it is in the GEMV's panel layout.
 // Not thread-safe (Engine thread only); Forward itself uses all configured threads.
 class Linear {
  public:
@@ -31,6 +33,8 @@ class Linear {
   virtual int64_t out_features() const = 0;
   // Bytes of the packed weight (what a decode step reads).
   virtual size_t weight_bytes() const = 0;
+  // True when M <= kGemvMaxRows runs the GEMV of model/ops/gemv.h, not oneDNN's matmul.
+  virtual bool uses_gemv() const = 0;
 };
 
 }  // namespace llmserve

@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "model/ops/dnn_context.h"
+#include "model/ops/gemv.h"
 #include "model/ops/linear_convert.h"
 #include "model/ops/simd_math.h"
 
@@ -234,6 +235,56 @@ TEST_F(LinearTest, RowsAreIndependent) {
       for (int64_t k = 0; k < in; ++k) mag += std::fabs(double(x[i * in + k]) * w.values[n * in + k]);
       // Each is within F32Tol of the exact value.
       EXPECT_NEAR(y[i * out + n], y1[n], 2 * F32Tol(in) * mag + 1e-30) << i << "," << n;
+    }
+  }
+}
+
+TEST_F(LinearTest, GemvPathMatchesOneDnnPath) {
+  // M <= kGemvMaxRows runs the GEMV over oneDNN's packed copy; the same Linear with the
+  // GEMV switched off runs oneDNN's matmul. Both approximate the same product of the same
+  // (rounded) operands, so they agree within twice the f32 accumulation bound. Larger M
+  // never takes the GEMV: its results do not depend on the switch at all.
+  struct Restore {
+    ~Restore() { SetGemvEnabled(true); }
+  } restore;
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{172, 64}, {50, 33}, {3, 5}, {1000, 300}, {130, 2049}};
+  for (DType compute : {DType::kF32, DType::kBF16}) {
+    if (!GemvSupported(compute)) continue;  // nothing to compare on this CPU
+    for (auto [out, in] : shapes) {
+      Source w = MakeWeights(DType::kF32, out, in, 21 + out + in);
+      const std::vector<float> bias = RandomFloats(out, 22);
+      TensorView bias_view{"test.bias", DType::kF32, {out}, reinterpret_cast<const uint8_t*>(bias.data()),
+                           bias.size() * 4};
+      for (bool with_bias : {false, true}) {
+        auto lin = Linear::Create(*ctx_, w.view, with_bias ? &bias_view : nullptr, compute);
+        ASSERT_TRUE(lin.ok()) << lin.status();
+        // On AVX-512 oneDNN packs in the GEMV's layout; if this fails the GEMV never runs.
+        ASSERT_TRUE((*lin)->uses_gemv()) << DTypeName(compute) << " " << out << "x" << in;
+        for (int64_t m = 1; m <= kGemvMaxRows + 1; ++m) {
+          const std::vector<float> x = RandomFloats(m * in, 23 + m);
+          std::vector<float> y_gemv(m * out, std::nanf("")), y_dnn(m * out, std::nanf(""));
+          SetGemvEnabled(true);
+          (*lin)->Forward(x.data(), m, y_gemv.data());
+          SetGemvEnabled(false);
+          EXPECT_FALSE((*lin)->uses_gemv());
+          (*lin)->Forward(x.data(), m, y_dnn.data());
+          SetGemvEnabled(true);
+          const std::string what = std::string(DTypeName(compute)) + " " + std::to_string(out) + "x" +
+                                   std::to_string(in) + (with_bias ? " bias" : "") + " M=" + std::to_string(m);
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t n = 0; n < out; ++n) {
+              double mag = with_bias ? std::fabs(bias[n]) : 0.0;
+              for (int64_t k = 0; k < in; ++k) mag += std::fabs(double(x[i * in + k]) * w.values[n * in + k]);
+              const double gemv = y_gemv[i * out + n], dnn = y_dnn[i * out + n];
+              if (m > kGemvMaxRows) {
+                ASSERT_EQ(gemv, dnn) << what << " row " << i << " col " << n << ": oneDNN both times";
+              } else {
+                ASSERT_NEAR(gemv, dnn, 2 * F32Tol(in) * mag + 1e-30) << what << " row " << i << " col " << n;
+              }
+            }
+          }
+        }
+      }
     }
   }
 }

@@ -1,0 +1,192 @@
+// The small-M GEMV (model/ops/gemv.h) against a double-precision loop: f32 and bf16
+// weights, M = 1..4, odd shapes (out not a multiple of 64, in not a multiple of the k
+// block, odd in), with and without bias, one and two threads; and GemvPack's layout
+// against oneDNN's own reorder into BA16a64b2a / BA16a64b, padding included.
+#include "model/ops/gemv.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "model/ops/dnn_context.h"
+
+namespace llmserve {
+namespace {
+
+constexpr double kU = 1.0 / (1 << 24);  // float unit roundoff
+
+// bf16 rounding (nearest, ties to even) from first principles: keep 8 significant bits.
+float RoundToBf16(float v) {
+  if (v == 0.0f) return v;
+  int exp;
+  const double m = std::frexp(double(v), &exp);
+  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(m, 8)), exp - 8));
+}
+
+uint16_t Bf16Bits(float bf16_value) {
+  uint32_t u;
+  std::memcpy(&u, &bf16_value, 4);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = d(rng);
+  return v;
+}
+
+// A weight packed for the GEMV, with the values it multiplies by (bf16-rounded for bf16).
+struct Packed {
+  std::vector<float> values;    // [out, in]
+  std::vector<uint8_t> panels;  // GemvPack output
+  std::vector<float> bias;
+  GemvWeights w;
+};
+
+Packed MakePacked(DType dtype, int64_t out, int64_t in, bool with_bias, uint32_t seed) {
+  Packed p;
+  p.values = RandomFloats(static_cast<size_t>(out * in), seed);
+  std::vector<uint16_t> bits(p.values.size());
+  if (dtype == DType::kBF16) {
+    for (size_t i = 0; i < p.values.size(); ++i) {
+      p.values[i] = RoundToBf16(p.values[i]);
+      bits[i] = Bf16Bits(p.values[i]);
+    }
+  }
+  p.panels.assign(GemvPackedElements(dtype, out, in) * DTypeSize(dtype), 0xff);
+  GemvPack(dtype, dtype == DType::kBF16 ? static_cast<const void*>(bits.data()) : p.values.data(), out, in,
+           p.panels.data());
+  if (with_bias) p.bias = RandomFloats(static_cast<size_t>(out), seed + 1);
+  p.w.dtype = dtype;
+  p.w.in = in;
+  p.w.out = out;
+  p.w.in_padded = (in + GemvKBlock(dtype) - 1) / GemvKBlock(dtype) * GemvKBlock(dtype);
+  p.w.data = p.panels.data();
+  p.w.bias = with_bias ? p.bias.data() : nullptr;
+  return p;
+}
+
+class GemvTest : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (!GemvSupported(GetParam())) GTEST_SKIP() << "no AVX-512 (BF16) on this CPU";
+    threads_ = omp_get_max_threads();
+  }
+  void TearDown() override { omp_set_num_threads(threads_); }
+  int threads_ = 1;
+};
+
+INSTANTIATE_TEST_SUITE_P(DTypes, GemvTest, ::testing::Values(DType::kF32, DType::kBF16),
+                         [](const auto& info) { return info.param == DType::kF32 ? "F32" : "Bf16"; });
+
+TEST_P(GemvTest, MatchesDoubleReference) {
+  const DType dtype = GetParam();
+  // (out, in): tiny, odd in, out not a multiple of 64, exact panels, and large enough
+  // (> 64 KiB of weights) for the parallel path with uneven panel counts per thread.
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},   {3, 5},    {50, 33},   {172, 64},
+                                                           {64, 32}, {130, 17}, {1000, 300}, {200, 2049}};
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (auto [out, in] : shapes) {
+      for (bool with_bias : {false, true}) {
+        Packed p = MakePacked(dtype, out, in, with_bias, static_cast<uint32_t>(out * 31 + in));
+        for (int64_t m = 1; m <= kGemvMaxRows; ++m) {
+          const std::vector<float> x = RandomFloats(static_cast<size_t>(m * in), static_cast<uint32_t>(m + in));
+          std::vector<float> y(static_cast<size_t>(m * out + 16), std::nanf(""));
+          const float sentinel = 12345.0f;
+          for (size_t i = static_cast<size_t>(m * out); i < y.size(); ++i) y[i] = sentinel;
+          std::vector<uint16_t> scratch(GemvScratchElements(p.w, m) + 1);
+          Gemv(p.w, x.data(), m, y.data(), scratch.data());
+          const std::string what = std::string(DTypeName(dtype)) + " " + std::to_string(out) + "x" +
+                                   std::to_string(in) + (with_bias ? " bias" : "") + " M=" + std::to_string(m) +
+                                   " threads=" + std::to_string(threads);
+          for (int64_t r = 0; r < m; ++r) {
+            for (int64_t n = 0; n < out; ++n) {
+              double acc = with_bias ? p.bias[n] : 0.0, mag = with_bias ? std::fabs(p.bias[n]) : 0.0;
+              double acc_exact = acc;
+              for (int64_t k = 0; k < in; ++k) {
+                const float xv = x[r * in + k];
+                const double prod = double(dtype == DType::kBF16 ? RoundToBf16(xv) : xv) * p.values[n * in + k];
+                acc += prod;
+                mag += std::fabs(prod);
+                acc_exact += double(xv) * p.values[n * in + k];
+              }
+              // Against the operands actually multiplied: only f32 accumulation error
+              // ((in + 2)·u of sum |x w| + |b|, any summation order).
+              ASSERT_NEAR(y[r * out + n], acc, (in + 2) * kU * mag + 1e-30) << what << " row " << r << " col " << n;
+              // Against the unrounded x: bf16 rounding of x adds at most 2^-9 per product.
+              const double tol = dtype == DType::kBF16 ? 1.0 / 256 : (in + 2) * kU;
+              ASSERT_NEAR(y[r * out + n], acc_exact, tol * mag + 1e-30) << what << " row " << r << " col " << n;
+            }
+          }
+          for (size_t i = static_cast<size_t>(m * out); i < y.size(); ++i) {
+            ASSERT_EQ(y[i], sentinel) << what << ": wrote past y";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GemvTest, RowsAreIndependentAndMatchOneRowCalls) {
+  // Row r of an M-row call equals the same row computed alone, bit for bit (each output's
+  // accumulation order does not depend on M).
+  const DType dtype = GetParam();
+  const int64_t out = 300, in = 257;
+  Packed p = MakePacked(dtype, out, in, true, 3);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(kGemvMaxRows * in), 4);
+  std::vector<float> y(static_cast<size_t>(kGemvMaxRows * out)), y1(static_cast<size_t>(out));
+  std::vector<uint16_t> scratch(GemvScratchElements(p.w, kGemvMaxRows));
+  Gemv(p.w, x.data(), kGemvMaxRows, y.data(), scratch.data());
+  for (int64_t r = 0; r < kGemvMaxRows; ++r) {
+    Gemv(p.w, x.data() + r * in, 1, y1.data(), scratch.data());
+    for (int64_t n = 0; n < out; ++n) ASSERT_EQ(y[r * out + n], y1[n]) << "row " << r << " col " << n;
+  }
+}
+
+TEST_P(GemvTest, PackMatchesOneDnnBlockedLayout) {
+  // GemvPack writes oneDNN's BA16a64b2a (bf16) / BA16a64b (f32) for B[K=in, N=out]: the
+  // layout Linear reads directly from oneDNN's packed copy. oneDNN's reorder goes into a
+  // buffer pre-filled with 0xff, so its padding must come out zero like ours.
+  const DType dtype = GetParam();
+  auto ctx = DnnContext::Create();
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const dt ddt = dtype == DType::kBF16 ? dt::bf16 : dt::f32;
+  for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{{50, 33}, {172, 64}, {64, 32}, {1, 1}, {130, 17}}) {
+    Packed p = MakePacked(dtype, out, in, false, 11);
+    std::vector<uint16_t> bits(p.values.size());
+    for (size_t i = 0; i < bits.size(); ++i) bits[i] = Bf16Bits(p.values[i]);
+    const void* plain = dtype == DType::kBF16 ? static_cast<const void*>(bits.data()) : p.values.data();
+    const dnnl::memory::desc plain_md({in, out}, ddt, tag::ba);
+    const dnnl::memory::desc blocked_md({in, out}, ddt, ddt == dt::bf16 ? tag::BA16a64b2a : tag::BA16a64b);
+    ASSERT_EQ(blocked_md.get_size(), p.panels.size()) << out << "x" << in;
+    std::vector<uint8_t> theirs(blocked_md.get_size(), 0xff);
+    dnnl::memory src(plain_md, (*ctx)->engine(), const_cast<void*>(plain));
+    dnnl::memory dst(blocked_md, (*ctx)->engine(), theirs.data());
+    dnnl::reorder(src, dst).execute((*ctx)->stream(), src, dst);
+    (*ctx)->stream().wait();
+    ASSERT_EQ(theirs, p.panels) << DTypeName(dtype) << " " << out << "x" << in;
+    EXPECT_EQ(p.w.in_padded, blocked_md.data.padded_dims[0]);
+  }
+}
+
+TEST(GemvSwitchTest, DefaultsOnAndToggles) {
+  EXPECT_TRUE(GemvEnabled());
+  SetGemvEnabled(false);
+  EXPECT_FALSE(GemvEnabled());
+  SetGemvEnabled(true);
+  EXPECT_TRUE(GemvEnabled());
+}
+
+}  // namespace
+}  // namespace llmserve
