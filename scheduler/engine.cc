@@ -234,13 +234,13 @@ void Engine::ApplyDrained(absl::Time now) {
     // Submit ran the same checks; a refusal here is a race we still answer with a final.
     std::string request_id = p.seq->request_id;
     if (absl::Status s = scheduler_->Add(std::move(p.seq), arrival); !s.ok()) {
-      auto stub = std::make_unique<Sequence>();  // Add consumed the sequence
-      stub->id = id;
-      stub->request_id = std::move(request_id);
-      stub->state = SequenceState::kFinishedError;
-      stub->times.arrival = arrival;
-      stub->times.finished = now;
-      FinishRequest(std::move(stub), s);
+      auto refused = std::make_unique<Sequence>();  // Add consumed the sequence
+      refused->id = id;
+      refused->request_id = std::move(request_id);
+      refused->state = SequenceState::kFinishedError;
+      refused->times.arrival = arrival;
+      refused->times.finished = now;
+      FinishRequest(std::move(refused), s);
     }
   }
   drained_adds_.clear();
