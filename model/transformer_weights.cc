@@ -2,6 +2,7 @@
 // gate|up linears, f32 norms, the embedding table kept in its file dtype).
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -148,43 +149,54 @@ absl::Status PackLayer(const ModelConfig& c, Packer& p, int64_t i, PackedLayer& 
 
 absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelWeights& weights,
                                                                  const RuntimeConfig& runtime) {
-  const ModelConfig& c = weights.config;
-  if (absl::Status s = runtime.Validate(); !s.ok()) return s;
-  if (absl::Status s = c.Validate(); !s.ok()) return s;
-  if (absl::Status s = weights.CheckComplete(c.name.empty() ? "model" : c.name); !s.ok()) return s;
-  ApplyThreadCount(runtime.threads);
+  // Packing runs oneDNN reorders and OpenMP loops, and libgomp keeps a thread pool for every
+  // thread that ever opened a parallel region. Once it manages more threads than there are
+  // CPUs, its workers stop spinning between regions and sleep (a futex wake per region:
+  // decode steps ~25% slower on the engine thread, which has its own pool). So pack on a
+  // scratch thread: its pool exits with it.
+  auto create = [&]() -> absl::StatusOr<std::unique_ptr<Transformer>> {
 
-  auto impl = std::make_unique<TransformerImpl>();
-  impl->config_ = c;
-  auto dnn = DnnContext::Create();
-  if (!dnn.ok()) return dnn.status();
-  impl->dnn_ = *std::move(dnn);
-  Packer packer(weights, *impl->dnn_, runtime.weight_dtype);
+    const ModelConfig& c = weights.config;
+    if (absl::Status s = runtime.Validate(); !s.ok()) return s;
+    if (absl::Status s = c.Validate(); !s.ok()) return s;
+    if (absl::Status s = weights.CheckComplete(c.name.empty() ? "model" : c.name); !s.ok()) return s;
+    ApplyThreadCount(runtime.threads);
 
-  const TensorView& embd = packer.Need("token_embd.weight");
-  impl->embd_dtype_ = embd.dtype;
-  impl->embd_.assign(embd.data, embd.data + embd.nbytes);
-  if (c.position == PositionKind::kLearned) impl->pos_embd_ = ToF32(packer.Need("position_embd.weight"));
-  if (c.position == PositionKind::kRope) impl->inv_freq_ = RopeInvFreq(c);
+    auto impl = std::make_unique<TransformerImpl>();
+    impl->config_ = c;
+    auto dnn = DnnContext::Create();
+    if (!dnn.ok()) return dnn.status();
+    impl->dnn_ = *std::move(dnn);
+    Packer packer(weights, *impl->dnn_, runtime.weight_dtype);
 
-  impl->layers_.resize(static_cast<size_t>(c.num_layers));
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    if (absl::Status s = PackLayer(c, packer, i, impl->layers_[static_cast<size_t>(i)]); !s.ok()) return s;
-  }
-  impl->out_norm_w_ = ToF32(packer.Need("output_norm.weight"));
-  impl->out_norm_b_ = packer.F32OrEmpty("output_norm.bias");
-  if (c.norm == NormKind::kLayerNorm) {  // LayerNorm without a bias adds zeros
-    const size_t d = static_cast<size_t>(c.hidden_size);
-    for (PackedLayer& l : impl->layers_) {
-      if (l.attn_norm_b.empty()) l.attn_norm_b.assign(d, 0.0f);
-      if (l.ffn_norm_b.empty()) l.ffn_norm_b.assign(d, 0.0f);
+    const TensorView& embd = packer.Need("token_embd.weight");
+    impl->embd_dtype_ = embd.dtype;
+    impl->embd_.assign(embd.data, embd.data + embd.nbytes);
+    if (c.position == PositionKind::kLearned) impl->pos_embd_ = ToF32(packer.Need("position_embd.weight"));
+    if (c.position == PositionKind::kRope) impl->inv_freq_ = RopeInvFreq(c);
+
+    impl->layers_.resize(static_cast<size_t>(c.num_layers));
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      if (absl::Status s = PackLayer(c, packer, i, impl->layers_[static_cast<size_t>(i)]); !s.ok()) return s;
     }
-    if (impl->out_norm_b_.empty()) impl->out_norm_b_.assign(d, 0.0f);
-  }
-  auto head = packer.Pack({c.tied_embeddings ? "token_embd.weight" : "output.weight"}, {});
-  if (!head.ok()) return head.status();
-  impl->head_ = *std::move(head);
-  return std::unique_ptr<Transformer>(std::move(impl));
+    impl->out_norm_w_ = ToF32(packer.Need("output_norm.weight"));
+    impl->out_norm_b_ = packer.F32OrEmpty("output_norm.bias");
+    if (c.norm == NormKind::kLayerNorm) {  // LayerNorm without a bias adds zeros
+      const size_t d = static_cast<size_t>(c.hidden_size);
+      for (PackedLayer& l : impl->layers_) {
+        if (l.attn_norm_b.empty()) l.attn_norm_b.assign(d, 0.0f);
+        if (l.ffn_norm_b.empty()) l.ffn_norm_b.assign(d, 0.0f);
+      }
+      if (impl->out_norm_b_.empty()) impl->out_norm_b_.assign(d, 0.0f);
+    }
+    auto head = packer.Pack({c.tied_embeddings ? "token_embd.weight" : "output.weight"}, {});
+    if (!head.ok()) return head.status();
+    impl->head_ = *std::move(head);
+    return std::unique_ptr<Transformer>(std::move(impl));
+  };
+  absl::StatusOr<std::unique_ptr<Transformer>> result = absl::InternalError("model packing did not run");
+  std::thread([&] { result = create(); }).join();
+  return result;
 }
 
 size_t TransformerImpl::weight_bytes() const {
