@@ -44,7 +44,11 @@ ABSL_FLAG(int32_t, max_waiting, 256, "queued requests beyond which Generate gets
 ABSL_FLAG(std::string, step_policy, "mixed", "mixed (decode and prefill in one step) or separate");
 ABSL_FLAG(int32_t, max_decode_stall, 4, "separate policy: prefill steps in a row while decodes wait");
 ABSL_FLAG(int32_t, channel_capacity, 32, "output deltas queued per stream before they coalesce");
-ABSL_FLAG(int32_t, drain_timeout, 30, "seconds in-flight streams may take to finish after SIGTERM/SIGINT");
+ABSL_FLAG(int32_t, drain_delay, 0,
+          "seconds after SIGTERM/SIGINT during which the server still serves, health NOT_SERVING (time for load "
+          "balancers to notice) before it refuses new calls");
+ABSL_FLAG(int32_t, drain_timeout, 30,
+          "seconds in-flight streams may take to finish once new calls are refused (after --drain-delay)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
 namespace {
@@ -58,7 +62,7 @@ const std::vector<std::string>& FlagOrder() {
       "#network", "host", "port", "metrics_port", "metrics_prefix",
       "#engine", "kv_cache_bytes", "kv_blocks", "block_size", "max_running", "max_batched_tokens",
       "max_prefill_chunk", "max_waiting", "step_policy", "max_decode_stall", "channel_capacity",
-      "#lifecycle", "drain_timeout", "log_level"};
+      "#lifecycle", "drain_delay", "drain_timeout", "log_level"};
   return order;
 }
 
@@ -67,8 +71,9 @@ std::string Dashed(const std::string& name) { return absl::StrReplaceAll(name, {
 void PrintHelp() {
   std::cout << "usage: llmserve [--flag=value ...]\n"
                "Serves a language model over gRPC (llmserve.v1.LlmService, grpc.health.v1.Health, reflection).\n"
-               "SIGTERM/SIGINT drains in-flight streams (up to --drain-timeout) and exits 0; a second one exits "
-               "at once.\nFlags take --name=value or --name value; dashes and underscores are interchangeable.\n";
+               "SIGTERM/SIGINT: health NOT_SERVING; after --drain-delay the port closes (new calls are refused)\n"
+               "and in-flight streams finish (up to --drain-timeout); exit 0. A second signal exits at once.\n"
+               "Flags take --name=value or --name value; dashes and underscores are interchangeable.\n";
   for (const std::string& name : FlagOrder()) {
     if (name[0] == '#') {
       std::cout << "\n" << name.substr(1) << ":\n";
@@ -158,6 +163,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.step_policy = *policy;
   c.max_decode_stall = absl::GetFlag(FLAGS_max_decode_stall);
   c.channel_capacity = absl::GetFlag(FLAGS_channel_capacity);
+  c.drain_delay_seconds = absl::GetFlag(FLAGS_drain_delay);
   c.drain_timeout_seconds = absl::GetFlag(FLAGS_drain_timeout);
   c.log_level = absl::GetFlag(FLAGS_log_level);
   if (absl::Status s = c.Validate(); !s.ok()) return s;

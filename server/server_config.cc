@@ -59,6 +59,7 @@ absl::Status ServerConfig::Validate() const {
   }
   if (absl::Status s = InRange("max-decode-stall", max_decode_stall, 1, 1 << 20); !s.ok()) return s;
   if (absl::Status s = InRange("channel-capacity", channel_capacity, 1, 1 << 20); !s.ok()) return s;
+  if (absl::Status s = InRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
   if (absl::Status s = InRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;
   for (DType t : {EffectiveWeightDType(), kv_dtype}) {
     if (t != DType::kF32 && t != DType::kBF16) {

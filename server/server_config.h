@@ -44,7 +44,8 @@ struct ServerConfig {
   int32_t channel_capacity = 32;   // deltas queued per stream before they coalesce
 
   // Lifecycle.
-  int32_t drain_timeout_seconds = 30;  // SIGTERM: how long in-flight streams may finish
+  int32_t drain_delay_seconds = 0;     // SIGTERM: serve on (health NOT_SERVING) this long before refusing
+  int32_t drain_timeout_seconds = 30;  // then: how long in-flight streams may finish
   std::string log_level = "info";  // trace, debug, info, warn, error
 
   // INVALID_ARGUMENT naming the flag (--name) and the allowed range.

@@ -4,15 +4,18 @@
 #include <csignal>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "grpc/grpc.h"
 #include "grpcpp/grpcpp.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "model/dtype.h"
 #include "prometheus/registry.h"
+#include "server/grpc_listener.h"
 #include "server/llm_service.h"
 #include "server/metrics.h"
 #include "server/metrics_exposer.h"
@@ -26,17 +29,18 @@ namespace {
 // After a drain that timed out: how long the streams still open get to write their
 // (cancelled) finals before the server cancels them.
 constexpr absl::Duration kShutdownGrace = absl::Seconds(5);
+// After the port closed: how long connections accepted just before still get to start
+// their calls before GOAWAY (a proxy sends its call right after connecting).
+constexpr absl::Duration kAcceptLinger = absl::Milliseconds(500);
 
-std::unique_ptr<grpc::Server> StartGrpc(const ServerConfig& config, ServiceGate* gate, int* port) {
+// The gRPC server, without ports of its own: `listener` hands it the connections.
+std::unique_ptr<grpc::Server> StartGrpc(ServiceGate* gate) {
   grpc::EnableDefaultHealthCheckService(true);
   // Link grpc.health.v1's descriptors in, so reflection can describe the health service
   // (gRPC's built-in health service does not use the generated messages).
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.ListenAddress(), grpc::InsecureServerCredentials(), port);
   builder.RegisterService(gate);
-  // A second server on the same port must fail, not share it.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Ping idle connections every minute (a vanished client's streams get cancelled) and
   // accept client keepalive pings down to every 10 s, also between calls.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
@@ -64,17 +68,40 @@ bool WaitStreamsClosed(const LlmService& service, absl::Time deadline) {
 }
 
 // Steps 1-5 of the shutdown (server_runner.h).
-void Drain(const ServerConfig& config, grpc::Server& server, Engine& engine, const LlmService& service) {
-  // Refuse first, then tell the health checkers: whoever sees NOT_SERVING is refused too.
-  engine.BeginDrain();
+void Drain(const ServerConfig& config, GrpcListener& listener, grpc::Server& server, Engine& engine,
+           const LlmService& service) {
+  // 1. Tell the health checkers first; during the delay everything is still served.
   if (grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService()) health->SetServingStatus(false);
+  if (config.drain_delay_seconds > 0) {
+    spdlog::info("serving on for --drain-delay={} s (health NOT_SERVING)", config.drain_delay_seconds);
+    absl::SleepFor(absl::Seconds(config.drain_delay_seconds));
+  }
+  // 2. Refuse at the transport, never with a gRPC status (it arrives as HTTP 200 with a
+  // grpc-status trailer, which no proxy retries). First the port closes: a new connection
+  // is refused by the kernel (a proxy retries the call on another replica) while the
+  // connections already accepted are still served, so that a call racing the close on a
+  // fresh connection is not lost. After kAcceptLinger, Shutdown sends GOAWAY to the
+  // clients that keep their connections open (they reconnect: refused, UNAVAILABLE).
+  // Calls in flight run on; past the drain timeout (and its grace) Shutdown cancels them.
+  listener.Close();
+  spdlog::info("port closed: refusing new connections");
+  absl::SleepFor(kAcceptLinger);
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Seconds(config.drain_timeout_seconds);
-  // Streams close just after their engine request ends (the final still has to be written).
+  // The core shutdown begins here, on this thread, so that it surely precedes step 5's
+  // cancel; grpc::Server::Shutdown then joins it (the core accepts repeated requests).
+  grpc_completion_queue* core_cq = grpc_completion_queue_create_for_pluck(nullptr);
+  int core_tag = 0;
+  grpc_server_shutdown_and_notify(server.c_server(), core_cq, &core_tag);
+  std::thread shutdown([&server, hard = deadline + kShutdownGrace] { server.Shutdown(absl::ToChronoTime(hard)); });
+  spdlog::info("refusing new calls (GOAWAY); waiting up to {} s for the streams in flight",
+               config.drain_timeout_seconds);
+  // 3. Streams close just after their engine request ends (the final still has to be written).
   const bool drained = engine.WaitIdle(deadline - start) && WaitStreamsClosed(service, deadline);
   if (drained) {
     spdlog::info("drained in {:.3f} s", absl::ToDoubleSeconds(absl::Now() - start));
   } else {
+    // 4. Past the timeout.
     const EngineStats stats = engine.Stats();
     spdlog::warn("drain timeout ({} s): cancelling {} running and {} waiting requests, {} streams open",
                  config.drain_timeout_seconds, stats.running, stats.waiting, service.open_streams());
@@ -84,9 +111,14 @@ void Drain(const ServerConfig& config, grpc::Server& server, Engine& engine, con
                    absl::FormatDuration(kShutdownGrace));
     }
   }
-  // Nothing useful is left in flight: cancel what remains now. (A deadline in the future
-  // would make Shutdown wait for idle client connections to go away: seconds.)
-  server.Shutdown(absl::ToChronoTime(absl::Now()));
+  // 5. Nothing useful is left in flight: drop the connections still open (idle clients
+  // may keep theirs for seconds after GOAWAY) and cancel what remains, so Shutdown
+  // returns now rather than at its deadline.
+  grpc_server_cancel_all_calls(server.c_server());
+  shutdown.join();
+  grpc_completion_queue_pluck(core_cq, &core_tag, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+  grpc_completion_queue_shutdown(core_cq);
+  grpc_completion_queue_destroy(core_cq);
   server.Wait();
   engine.Stop();
 }
@@ -127,13 +159,19 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     }
     exposer = *std::move(started);
   }
-  int port = 0;
-  std::unique_ptr<grpc::Server> server = StartGrpc(config, &gate, &port);
-  if (server == nullptr || port == 0) {
-    spdlog::error("cannot listen on {}: the address is in use or not available", config.ListenAddress());
+  absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.host, config.port);
+  if (!listener.ok()) {
+    spdlog::error("cannot listen on {}: {}", config.ListenAddress(), std::string(listener.status().message()));
+    return 1;
+  }
+  const int port = (*listener)->port();
+  std::unique_ptr<grpc::Server> server = StartGrpc(&gate);
+  if (server == nullptr) {
+    spdlog::error("cannot start the gRPC server");
     return 1;
   }
   SetHealth(*server, false);
+  (*listener)->Start(server.get());  // after NOT_SERVING: no client sees the default SERVING
   ServerConfig bound = config;
   bound.port = port;
   const std::string address = bound.ListenAddress();
@@ -144,6 +182,7 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   absl::StatusOr<ModelSetup> setup = SetUpModel(config, metrics->get());
   if (!setup.ok()) {
     spdlog::error("{}", std::string(setup.status().message()));
+    (*listener)->Close();
     server->Shutdown(absl::ToChronoTime(absl::Now()));
     server->Wait();
     return 1;
@@ -160,9 +199,9 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   spdlog::info("serving on {}: {}", address, setup->summary);
 
   const int sig = signals.WaitForShutdown();
-  spdlog::info("{}: health NOT_SERVING, draining (up to {} s; a second signal exits at once)",
-               sig == SIGTERM ? "SIGTERM" : "SIGINT", config.drain_timeout_seconds);
-  Drain(config, *server, *setup->engine, service);
+  spdlog::info("{}: health NOT_SERVING, draining (delay {} s, then up to {} s; a second signal exits at once)",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT", config.drain_delay_seconds, config.drain_timeout_seconds);
+  Drain(config, **listener, *server, *setup->engine, service);
   server.reset();  // before the service it forwards to
   spdlog::info("shut down");
   return 0;

@@ -155,7 +155,25 @@ TEST_F(DemoServerTest, SecondServerOnTheSamePortExitsWithAnError) {
   EXPECT_EQ(server_->Health(""), HealthStatus::SERVING);  // the first one is unharmed
 }
 
-TEST(ServerLifecycleTest, SigtermDrainsInFlightStreamsRefusesNewOnesAndExitsZero) {
+// A Tokenize call with a short deadline.
+grpc::Status TryTokenize(v1::LlmService::Stub& stub) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  v1::TokenizeRequest req;
+  req.set_text("Still there?");
+  v1::TokenizeResponse resp;
+  return stub.Tokenize(&ctx, req, &resp);
+}
+
+// Polls until `text` is in the server's log (bounded); true if it came.
+bool WaitLog(ServerProcess& server, const std::string& text, absl::Duration timeout) {
+  for (const absl::Time end = absl::Now() + timeout; absl::Now() < end; absl::SleepFor(absl::Milliseconds(2))) {
+    if (server.Log().find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(ServerLifecycleTest, SigtermRefusesNewCallsAtTheTransportDrainsInFlightOnesAndExitsZero) {
   LLMSERVE_REQUIRE_ASSET(model, "models/llama2c/stories260K.bin");
   std::string error;
   auto server = StartStories({"--max-running=2"}, &error);  // 8 streams: 2 running, 6 waiting
@@ -180,22 +198,34 @@ TEST(ServerLifecycleTest, SigtermDrainsInFlightStreamsRefusesNewOnesAndExitsZero
   }
   ASSERT_TRUE(in_flight) << "the 8 streams never were in flight together";
   server->Signal(SIGTERM);
-  // Once the server has taken the signal (draining, NOT_SERVING), a new call is refused.
-  bool draining = false;
-  for (const absl::Time end = absl::Now() + absl::Seconds(10); !draining && absl::Now() < end;) {
-    draining = ServerInfo(*stub).draining();
-    if (!draining) absl::SleepFor(absl::Milliseconds(2));
+  // New calls are refused at the transport (no handler sees them): UNAVAILABLE on the open
+  // channel (its connection got GOAWAY, reconnecting is refused) and on a new one (the
+  // port is closed). A call that races the GOAWAY on the open connection may instead end
+  // CANCELLED (the server saw its stream after shutdown began and dropped it).
+  ASSERT_TRUE(WaitLog(*server, "refusing new calls", absl::Seconds(10))) << server->Log();
+  grpc::Status late;
+  int served = 0, cancelled = 0;
+  const absl::Time refusing = absl::Now();
+  for (const absl::Time end = absl::Now() + absl::Seconds(10); absl::Now() < end;) {
+    late = TryTokenize(*stub);
+    if (late.ok() || late.error_code() == grpc::CANCELLED) {
+      ++(late.ok() ? served : cancelled);
+      absl::SleepFor(absl::Milliseconds(1));
+      continue;
+    }
+    break;
   }
-  ASSERT_TRUE(draining);
-  for (const absl::Time end = absl::Now() + absl::Seconds(5);
-       server->Health("") != HealthStatus::NOT_SERVING && absl::Now() < end;) {
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  EXPECT_EQ(server->Health(""), HealthStatus::NOT_SERVING);
-  EXPECT_EQ(server->Health("llmserve.v1.LlmService"), HealthStatus::NOT_SERVING);
-  const StreamResult late = Generate(*stub, GreedyRequest("Too late", 8));
-  EXPECT_EQ(late.status.error_code(), grpc::UNAVAILABLE) << late.status.error_message();
-  EXPECT_NE(late.status.error_message().find("drain"), std::string::npos) << late.status.error_message();
+  EXPECT_EQ(late.error_code(), grpc::UNAVAILABLE) << late.error_message();
+  std::cout << "open channel after the refusal began: " << served << " served, " << cancelled
+            << " cancelled, then UNAVAILABLE after " << absl::Now() - refusing << "\n";
+  const StreamResult late_stream = Generate(*stub, GreedyRequest("Too late", 8));
+  EXPECT_EQ(late_stream.status.error_code(), grpc::UNAVAILABLE) << late_stream.status.error_message();
+  EXPECT_EQ(late_stream.chunks, 0);
+  auto fresh = v1::LlmService::NewStub(grpc::CreateChannel("ipv4:" + server->address(),
+                                                           grpc::InsecureChannelCredentials()));
+  const StreamResult fresh_stream = Generate(*fresh, GreedyRequest("Too late", 8));
+  EXPECT_EQ(fresh_stream.status.error_code(), grpc::UNAVAILABLE) << fresh_stream.status.error_message();
+  // Every stream in flight at the signal completes.
   for (auto& t : threads) t.join();
   for (int i = 0; i < kStreams; ++i) {
     SCOPED_TRACE("stream " + std::to_string(i));
@@ -210,6 +240,27 @@ TEST(ServerLifecycleTest, SigtermDrainsInFlightStreamsRefusesNewOnesAndExitsZero
   EXPECT_NE(log.find("SIGTERM: health NOT_SERVING, draining"), std::string::npos) << log;
   EXPECT_NE(log.find("drained in"), std::string::npos) << log;
   EXPECT_NE(log.find("shut down"), std::string::npos) << log;
+}
+
+TEST(ServerLifecycleTest, DuringTheDrainDelayHealthIsNotServingAndCallsAreStillServed) {
+  std::string error;
+  // The demo model. The delay (30 s) is far longer than this test needs: a second
+  // signal ends it.
+  auto server = ServerProcess::Start({"--threads=2", "--drain-delay=30"}, &error);
+  ASSERT_NE(server, nullptr) << error;
+  auto stub = server->stub();
+  server->Signal(SIGTERM);
+  ASSERT_TRUE(WaitLog(*server, "serving on for --drain-delay=30 s", absl::Seconds(10))) << server->Log();
+  EXPECT_EQ(server->Health(""), HealthStatus::NOT_SERVING);
+  EXPECT_EQ(server->Health("llmserve.v1.LlmService"), HealthStatus::NOT_SERVING);
+  const grpc::Status tokenize = TryTokenize(*stub);
+  EXPECT_TRUE(tokenize.ok()) << tokenize.error_code() << ": " << tokenize.error_message();
+  const StreamResult r = Generate(*stub, GreedyRequest("Still here", 8));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_code() << ": " << r.status.error_message();
+  EXPECT_EQ(r.ids.size(), 8u);
+  EXPECT_EQ(server->Log().find("refusing new calls"), std::string::npos) << server->Log();
+  server->Signal(SIGTERM);
+  EXPECT_EQ(server->WaitExit(absl::Seconds(10)), 128 + SIGTERM);
 }
 
 TEST(ServerLifecycleTest, PastTheDrainTimeoutStreamsEndCancelledAndTheServerExitsZero) {
@@ -254,10 +305,7 @@ TEST(ServerLifecycleTest, SecondSignalExitsAtOnce) {
   v1::GenerateResponse msg;
   ASSERT_TRUE(reader->Read(&msg));
   server->Signal(SIGTERM);
-  for (const absl::Time end = absl::Now() + absl::Seconds(10);
-       !ServerInfo(*stub).draining() && absl::Now() < end;) {
-    absl::SleepFor(absl::Milliseconds(2));
-  }
+  ASSERT_TRUE(WaitLog(*server, "refusing new calls", absl::Seconds(10))) << server->Log();
   server->Signal(SIGTERM);
   EXPECT_EQ(server->WaitExit(absl::Seconds(10)), 128 + SIGTERM);
   EXPECT_NE(server->Log().find("second signal (SIGTERM): exiting now"), std::string::npos) << server->Log();
@@ -314,6 +362,7 @@ TEST(ServerLifecycleTest, BadFlagsExitTwoAndHelpDocumentsTheFlags) {
       {"bad step policy", {"--step-policy=fast"}, "--step-policy=fast"},
       {"bad byte size", {"--kv-cache-bytes=lots"}, "--kv-cache-bytes=lots"},
       {"bad log level", {"--log-level=loud"}, "--log-level=loud"},
+      {"negative drain delay", {"--drain-delay=-1"}, "--drain-delay=-1"},
       {"tokenizer alone", {"--tokenizer=tok.bin"}, "--tokenizer needs --model"},
       {"positional argument", {"model.bin"}, "unexpected argument 'model.bin'"},
   };
@@ -328,7 +377,8 @@ TEST(ServerLifecycleTest, BadFlagsExitTwoAndHelpDocumentsTheFlags) {
   for (const char* flag : {"--model ", "--tokenizer ", "--host (default: 0.0.0.0)", "--port (default: 50051)",
                            "--threads ", "--kv-cache-bytes ", "--kv-blocks ", "--block-size (default: 16)",
                            "--max-running (default: 64)", "--max-batched-tokens ", "--max-waiting ",
-                           "--weight-dtype ", "--kv-dtype ", "--drain-timeout (default: 30)", "--log-level "}) {
+                           "--weight-dtype ", "--kv-dtype ", "--drain-delay (default: 0)",
+                           "--drain-timeout (default: 30)", "--log-level "}) {
     EXPECT_NE(help->Log().find(flag), std::string::npos) << flag << " missing from --help:\n" << help->Log();
   }
 }
