@@ -1,0 +1,265 @@
+// llmbench: load generator for llmserve over gRPC (like vLLM's serving benchmark).
+//
+//   llmbench --addr HOST:PORT [--concurrency N | --rate R [--concurrency N]] [--requests N]
+//            [--input-len N] [--output-len N] [--len-dist fixed|uniform|exponential]
+//            [--prompts-file FILE] [--ignore-eos] [--temperature T] [--top-k K] [--top-p P]
+//            [--seed S] [--json FILE] [--jsonl FILE] [--label TEXT] [--allow-failures] ...   (--help lists all)
+//
+// Closed loop (default): --concurrency streams in flight, the next request starts when one
+// ends. Open loop: --rate requests/s with Poisson arrivals (at most --concurrency in flight
+// if given). Prints a table on stdout; progress on stderr. Exit codes: 0 all requests OK
+// and consistent, 1 a request failed or mismatched (unless --allow-failures) or the run
+// could not start, 2 bad usage. Flags take "--name value" or "--name=value"; dashes and
+// underscores are interchangeable.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "bench/llmbench/options.h"
+#include "bench/llmbench/report.h"
+#include "bench/llmbench/runner.h"
+#include "bench/llmbench/workload.h"
+#include "grpcpp/grpcpp.h"
+#include "llmserve/v1/llmserve.grpc.pb.h"
+
+namespace {
+
+namespace v1 = llmserve::v1;
+using llmbench::BenchOptions;
+
+constexpr int kExitProblems = 1;
+constexpr int kExitUsage = 2;
+
+// One flag: help text, and a setter for its value ("" for a switch).
+struct Flag {
+  const char* help;
+  bool takes_value;
+  std::function<bool(const std::string&)> set;  // false: bad value
+};
+
+template <typename T>
+Flag Int(const char* help, T* to) {
+  return {help, true, [to](const std::string& v) { return absl::SimpleAtoi(v, to); }};
+}
+Flag Double(const char* help, double* to) {
+  return {help, true, [to](const std::string& v) { return absl::SimpleAtod(v, to) && std::isfinite(*to); }};
+}
+Flag String(const char* help, std::string* to) {
+  return {help, true, [to](const std::string& v) {
+            *to = v;
+            return true;
+          }};
+}
+Flag Switch(const char* help, bool* to) {
+  return {help, false, [to](const std::string&) { return *to = true; }};
+}
+
+std::map<std::string, Flag> Flags(BenchOptions* o) {
+  std::map<std::string, Flag> f;
+  f["addr"] = String("server HOST:PORT (127.0.0.1:50051)", &o->addr);
+  f["channels"] = Int("gRPC channels (connections); calls round-robin over them (1)", &o->channels);
+  f["requests"] = Int("requests to send (32)", &o->requests);
+  f["concurrency"] = Int("streams in flight: closed loop size, or the open loop's cap (0 = none) (8)", &o->concurrency);
+  f["rate"] = Double("open loop: requests per second, Poisson arrivals; 0 = closed loop (0)", &o->rate);
+  f["input-len"] = Int("prompt tokens of a random-token prompt (128)", &o->input_len);
+  f["output-len"] = Int("max_tokens per request (128)", &o->output_len);
+  f["len-dist"] = {"fixed, uniform ([N(1-r), N(1+r)]) or exponential (mean N, clamped to [1, 10N]) (fixed)", true,
+                   [o](const std::string& v) {
+                     auto d = llmbench::ParseLengthDist(v);
+                     if (d) o->len_dist = *d;
+                     return d.has_value();
+                   }};
+  f["range-ratio"] = Double("r for --len-dist uniform (0.5)", &o->range_ratio);
+  f["prompts-file"] = String("text prompts, one JSON string per line, used in turn; default: random token ids",
+                             &o->prompts_file);
+  f["token-offset"] = Int("random prompt ids are drawn uniformly from [offset, vocab), BOS/EOS skipped (3)",
+                          &o->token_offset);
+  f["vocab"] = Int("vocabulary size for random ids; 0 = GetModelInfo's (0)", &o->vocab);
+  f["ignore-eos"] = Switch("generate past EOS (every request gets its --output-len)", &o->ignore_eos);
+  f["temperature"] = {"sampling temperature; 0 = greedy (0)", true, [o](const std::string& v) {
+                        float x = 0;
+                        if (!absl::SimpleAtof(v, &x)) return false;
+                        o->temperature = x;
+                        return true;
+                      }};
+  f["top-k"] = {"top-k (server default: off)", true, [o](const std::string& v) {
+                  int x = 0;
+                  if (!absl::SimpleAtoi(v, &x)) return false;
+                  o->top_k = x;
+                  return true;
+                }};
+  f["top-p"] = {"top-p (server default: off)", true, [o](const std::string& v) {
+                  float x = 0;
+                  if (!absl::SimpleAtof(v, &x)) return false;
+                  o->top_p = x;
+                  return true;
+                }};
+  f["seed"] = Int("workload RNG seed; request i samples with seed + i (0)", &o->seed);
+  f["timeout"] = Double("per-request deadline in seconds; 0 = none (0)", &o->timeout_seconds);
+  f["json"] = String("write the report as JSON to FILE", &o->json_path);
+  f["jsonl"] = String("append the report as one JSON line to FILE", &o->jsonl_path);
+  f["label"] = String("free text stored as the report's \"label\" (e.g. the run's matrix cell)", &o->label);
+  f["allow-failures"] = Switch("exit 0 even when requests failed or mismatched", &o->allow_failures);
+  f["progress"] = {"auto (a bar when stderr is a tty, else plain lines), bar, lines or off (auto)", true,
+                   [o](const std::string& v) {
+                     const std::map<std::string, int> modes = {{"auto", -1}, {"off", 0}, {"lines", 1}, {"bar", 2}};
+                     auto it = modes.find(v);
+                     if (it != modes.end()) o->progress = it->second;
+                     return it != modes.end();
+                   }};
+  f["progress-interval"] = Double("seconds between plain progress lines (10)", &o->progress_interval);
+  return f;
+}
+
+void PrintHelp(const std::map<std::string, Flag>& flags) {
+  std::cout << "usage: llmbench --addr HOST:PORT [flags]\n"
+               "Load generator for llmserve (llmserve.v1.LlmService/Generate); see docs/PERFORMANCE.md.\n"
+               "Flags take --name value or --name=value; dashes and underscores are interchangeable.\n"
+               "Exit: 0 all OK, 1 failed or mismatched requests (unless --allow-failures), 2 bad usage.\n\n";
+  for (const auto& [name, flag] : flags) {
+    std::cout << "  --" << name << (flag.takes_value ? " VALUE" : "") << "\n      " << flag.help << "\n";
+  }
+}
+
+// Parses argv into *o. *help set for -h/--help.
+absl::Status ParseArgs(int argc, char** argv, BenchOptions* o, bool* help) {
+  std::map<std::string, Flag> flags = Flags(o);
+  bool concurrency_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      PrintHelp(flags);
+      *help = true;
+      return absl::OkStatus();
+    }
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "' (flags start with --)"));
+    }
+    std::string name = arg.substr(2), value;
+    const size_t eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    for (char& ch : name) ch = ch == '_' ? '-' : ch;
+    auto it = flags.find(name);
+    if (it == flags.end()) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
+    if (!it->second.takes_value && eq != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
+    }
+    if (it->second.takes_value && eq == std::string::npos) {
+      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+      value = argv[++i];
+    }
+    if (!it->second.set(value)) return absl::InvalidArgumentError(absl::StrCat("--", name, ": bad value '", value, "'"));
+    concurrency_given = concurrency_given || name == "concurrency";
+  }
+  // Closed loop defaults to 8 streams; an open loop is uncapped unless --concurrency says.
+  if (!concurrency_given && !o->closed_loop()) o->concurrency = 0;
+  return o->Validate();
+}
+
+// GetModelInfo with a short deadline.
+std::optional<v1::ModelInfo> FetchModelInfo(v1::LlmService::Stub* stub, std::string* error) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::ModelInfo info;
+  const grpc::Status st = stub->GetModelInfo(&ctx, v1::GetModelInfoRequest(), &info);
+  if (!st.ok()) {
+    *error = absl::StrCat("code ", static_cast<int>(st.error_code()), ": ", st.error_message());
+    return std::nullopt;
+  }
+  return info;
+}
+
+bool WriteFile(const std::string& path, const std::string& text, bool append) {
+  std::ofstream out(path, append ? std::ios::app : std::ios::trunc);
+  out << text << "\n";
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchOptions o;
+  bool help = false;
+  if (absl::Status s = ParseArgs(argc, argv, &o, &help); !s.ok()) {
+    std::cerr << "llmbench: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  if (help) return 0;
+  std::vector<std::string> prompts;
+  if (!o.prompts_file.empty()) {
+    auto read = llmbench::ReadPromptsFile(o.prompts_file);
+    if (!read.ok()) {
+      std::cerr << "llmbench: " << read.status().message() << "\n";
+      return kExitUsage;
+    }
+    prompts = std::move(*read);
+  }
+
+  // Separate subchannel pools: each channel gets its own connection.
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<v1::LlmService::Stub>> stubs;
+  std::vector<v1::LlmService::Stub*> stub_ptrs;
+  for (int i = 0; i < o.channels; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    channels.push_back(grpc::CreateCustomChannel(o.addr, grpc::InsecureChannelCredentials(), args));
+    stubs.push_back(v1::LlmService::NewStub(channels.back()));
+    stub_ptrs.push_back(stubs.back().get());
+  }
+
+  std::string error;
+  const std::optional<v1::ModelInfo> model = FetchModelInfo(stub_ptrs[0], &error);
+  llmbench::ModelLimits limits;
+  if (model) {
+    limits = {model->vocab_size(), model->context_length(), model->bos_id(), model->eos_id()};
+  } else {
+    // Still send the requests, so that the failures are counted by code.
+    std::cerr << "llmbench: GetModelInfo failed (" << error << "); random ids drawn from [--token-offset, "
+              << (o.vocab > 0 ? o.vocab : 256) << ")\n";
+    limits.vocab = 256;
+  }
+  if (o.vocab > 0) limits.vocab = o.vocab;
+  std::mt19937_64 rng(o.seed);
+  auto requests = llmbench::BuildRequests(o, limits, prompts, &rng);
+  if (!requests.ok()) {
+    std::cerr << "llmbench: " << requests.status().message() << "\n";
+    return kExitProblems;
+  }
+  const std::vector<double> arrivals = llmbench::PoissonArrivals(o.requests, o.rate, &rng);
+
+  llmbench::RunResult run = llmbench::RunRequests(o, stub_ptrs, *requests, arrivals, stub_ptrs[0]);
+  const nlohmann::json report = llmbench::BuildReport(o, model, &run);
+  llmbench::PrintTable(report, stdout);
+  std::fflush(stdout);
+  int code = 0;
+  if (!o.json_path.empty() && !WriteFile(o.json_path, report.dump(2), /*append=*/false)) {
+    std::cerr << "llmbench: cannot write " << o.json_path << "\n";
+    code = kExitProblems;
+  }
+  if (!o.jsonl_path.empty() && !WriteFile(o.jsonl_path, report.dump(), /*append=*/true)) {
+    std::cerr << "llmbench: cannot write " << o.jsonl_path << "\n";
+    code = kExitProblems;
+  }
+  const int problems = llmbench::ProblemCount(report);
+  if (problems > 0) {
+    std::cerr << "llmbench: " << report["requests"]["failed"].get<int>() << " failed, "
+              << report["requests"]["mismatches"].get<int>() << " mismatched request(s)"
+              << (o.allow_failures ? " (allowed)" : "") << "\n";
+    if (!o.allow_failures) code = kExitProblems;
+  }
+  return code;
+}

@@ -1,0 +1,57 @@
+// llmbench's configuration: what to send, how fast, and where the results go. Filled from
+// the command line by main.cc; Validate() checks it before anything is sent.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace llmbench {
+
+// How request lengths spread around --input-len / --output-len.
+enum class LengthDist {
+  kFixed,        // exactly N
+  kUniform,      // uniform integers in [N*(1-r), N*(1+r)], r = range_ratio
+  kExponential,  // exponential with mean N, rounded, clamped to [1, 10N]
+};
+
+// Parses "fixed" / "uniform" / "exponential".
+std::optional<LengthDist> ParseLengthDist(const std::string& name);
+// The name ParseLengthDist accepts.
+const char* LengthDistName(LengthDist dist);
+
+struct BenchOptions {
+  std::string addr = "127.0.0.1:50051";  // server HOST:PORT
+  int channels = 1;                      // gRPC channels (separate connections), calls round-robin
+  int requests = 32;                     // requests to send in total
+  int concurrency = 8;                   // max streams in flight; 0 = unlimited (open loop only)
+  double rate = 0;                       // open loop: Poisson arrivals per second; 0 = closed loop
+  int input_len = 128;                   // prompt tokens (random-token prompts)
+  int output_len = 128;                  // max_tokens per request
+  LengthDist len_dist = LengthDist::kFixed;
+  double range_ratio = 0.5;              // uniform spread, in (0, 1)
+  std::string prompts_file;              // one JSON string per line; empty = random token ids
+  int token_offset = 3;                  // random ids drawn from [token_offset, vocab)
+  int vocab = 0;                         // 0 = GetModelInfo's vocab_size
+  bool ignore_eos = false;
+  std::optional<float> temperature = 0.0f;  // greedy unless given
+  std::optional<int> top_k;
+  std::optional<float> top_p;
+  uint64_t seed = 0;                     // workload RNG; request i samples with seed + i
+  double timeout_seconds = 0;            // per-request deadline; 0 = none
+  std::string json_path;                 // write the report as JSON here
+  std::string jsonl_path;                // append the report as one JSON line here
+  std::string label;                     // free text copied into the report ("label")
+  bool allow_failures = false;           // exit 0 even if requests failed or mismatched
+  int progress = -1;                     // -1 auto (bar on a tty), 0 off, 1 plain lines
+  double progress_interval = 10;         // seconds between plain progress lines
+
+  // OK, or INVALID_ARGUMENT naming the first bad option (flag spelling).
+  absl::Status Validate() const;
+  // Closed loop: a new request starts when one ends, `concurrency` in flight.
+  bool closed_loop() const { return rate <= 0; }
+};
+
+}  // namespace llmbench

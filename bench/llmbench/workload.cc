@@ -1,0 +1,106 @@
+#include "bench/llmbench/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace llmbench {
+
+namespace v1 = llmserve::v1;
+
+std::vector<int> SampleLengths(int n, int mean, LengthDist dist, double range_ratio, std::mt19937_64* rng) {
+  std::vector<int> out(static_cast<size_t>(std::max(n, 0)), std::max(mean, 1));
+  if (dist == LengthDist::kUniform) {
+    const int lo = std::max(1, static_cast<int>(std::ceil(mean * (1 - range_ratio))));
+    const int hi = std::max(lo, static_cast<int>(std::floor(mean * (1 + range_ratio))));
+    std::uniform_int_distribution<int> u(lo, hi);
+    for (int& x : out) x = u(*rng);
+  } else if (dist == LengthDist::kExponential) {
+    std::exponential_distribution<double> e(1.0 / std::max(mean, 1));
+    const double cap = 10.0 * std::max(mean, 1);
+    for (int& x : out) x = static_cast<int>(std::clamp(std::round(e(*rng)), 1.0, cap));
+  }
+  return out;
+}
+
+std::vector<int32_t> RandomPrompt(int len, int lo, const ModelLimits& limits, std::mt19937_64* rng) {
+  std::uniform_int_distribution<int32_t> u(lo, limits.vocab - 1);
+  std::vector<int32_t> ids;
+  ids.reserve(static_cast<size_t>(len));
+  while (static_cast<int>(ids.size()) < len) {
+    const int32_t id = u(*rng);
+    if (id != limits.bos_id && id != limits.eos_id) ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<double> PoissonArrivals(int n, double rate, std::mt19937_64* rng) {
+  std::vector<double> out(static_cast<size_t>(std::max(n, 0)), 0.0);
+  if (rate <= 0) return out;
+  std::exponential_distribution<double> gap(rate);
+  for (size_t i = 1; i < out.size(); ++i) out[i] = out[i - 1] + gap(*rng);
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ReadPromptsFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open prompts file"));
+  std::vector<std::string> prompts;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_string() || j.get<std::string>().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": expected one non-empty JSON string per line"));
+    }
+    prompts.push_back(j.get<std::string>());
+  }
+  if (prompts.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no prompts"));
+  return prompts;
+}
+
+absl::StatusOr<std::vector<v1::GenerateRequest>> BuildRequests(const BenchOptions& options, const ModelLimits& limits,
+                                                               const std::vector<std::string>& prompts,
+                                                               std::mt19937_64* rng) {
+  const bool random_tokens = prompts.empty();
+  if (random_tokens && limits.vocab <= options.token_offset + 2) {
+    return absl::InvalidArgumentError(absl::StrCat("random-token prompts need a vocabulary larger than --token-offset (",
+                                                   options.token_offset, "); vocab is ", limits.vocab));
+  }
+  const std::vector<int> in_lens =
+      SampleLengths(options.requests, options.input_len, options.len_dist, options.range_ratio, rng);
+  const std::vector<int> out_lens =
+      SampleLengths(options.requests, options.output_len, options.len_dist, options.range_ratio, rng);
+  std::vector<v1::GenerateRequest> requests(static_cast<size_t>(options.requests));
+  for (int i = 0; i < options.requests; ++i) {
+    v1::GenerateRequest& r = requests[static_cast<size_t>(i)];
+    r.set_request_id(absl::StrCat("llmbench-", i));
+    int in_len = in_lens[static_cast<size_t>(i)];
+    int out_len = out_lens[static_cast<size_t>(i)];
+    const int ctx = limits.context_length;
+    if (random_tokens) {
+      if (ctx > 1) {
+        in_len = std::min(in_len, ctx - 1);
+        out_len = std::min(out_len, ctx - in_len);
+      }
+      const std::vector<int32_t> ids = RandomPrompt(in_len, options.token_offset, limits, rng);
+      r.mutable_tokens()->mutable_ids()->Assign(ids.begin(), ids.end());
+    } else {
+      if (ctx > 1) out_len = std::min(out_len, ctx - 1);
+      r.set_text(prompts[static_cast<size_t>(i) % prompts.size()]);
+    }
+    r.set_max_tokens(out_len);
+    r.set_ignore_eos(options.ignore_eos);
+    if (options.temperature) r.set_temperature(*options.temperature);
+    if (options.top_k) r.set_top_k(*options.top_k);
+    if (options.top_p) r.set_top_p(*options.top_p);
+    r.set_seed(options.seed + static_cast<uint64_t>(i));
+  }
+  return requests;
+}
+
+}  // namespace llmbench

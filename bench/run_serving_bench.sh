@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Serving benchmark: the real llmserve on loopback driven by llmbench (gRPC), over a matrix
+# of models x weight dtypes x step policies x concurrencies.
+#
+#   bench/run_serving_bench.sh [--models small,1b] [--dtypes bf16,f32] [--policies mixed,separate]
+#                              [--concurrency 1,8,16,32] [--requests 32] [--input-len 128]
+#                              [--output-len 128] [--threads 2] [--server-args "--kv-dtype bf16 ..."]
+#   env: BUILD_DIR (default build), MODELS_DIR (default build/benchmodels),
+#        LLMSERVE_TEST_ASSETS (default ../shared)
+#
+# Generates the random-weight bf16 GGUF models if missing (scripts/gen_bench_models.py),
+# builds llmserve, llmbench and llmctl (Release) in $BUILD_DIR, builds ../shared/tools/roofline
+# into a temp dir and runs it at the start and at the end. For each model/dtype/policy it
+# starts llmserve (--threads, a free port, --metrics-port 0), waits for health SERVING, runs
+# a 2-request warm-up, then one closed-loop llmbench run per concurrency (random-token
+# prompts of --input-len, --output-len generated, EOS ignored, greedy), and stops the
+# server with SIGTERM. Results: bench/results/serving-<date>.txt (everything + a summary
+# table) and .jsonl (one llmbench report per run, "label" = model/dtype/policy/cN).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+models="small,1b"; dtypes="bf16,f32"; policies="mixed,separate"; conc="1,8,16,32"
+requests=32; in_len=128; out_len=128; threads=2; server_args=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --models) models="$2"; shift 2 ;;
+    --dtypes) dtypes="$2"; shift 2 ;;
+    --policies) policies="$2"; shift 2 ;;
+    --concurrency) conc="$2"; shift 2 ;;
+    --requests) requests="$2"; shift 2 ;;
+    --input-len) in_len="$2"; shift 2 ;;
+    --output-len) out_len="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --server-args) server_args="$2"; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+build="${BUILD_DIR:-build}"
+models_dir="${MODELS_DIR:-build/benchmodels}"
+assets="${LLMSERVE_TEST_ASSETS:-../shared}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLMSERVE_BUILD_BENCH=ON >/dev/null
+cmake --build "$build" --target llmserve llmbench llmctl >/dev/null
+/usr/bin/python3 scripts/gen_bench_models.py --out "$models_dir" --models "$models" --formats gguf \
+  --dtype bf16 --skip-existing --assets "$assets"
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill -KILL "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cp "$assets"/tools/roofline/* "$work"/ && chmod u+w "$work"/* && sh "$work/build.sh" >/dev/null
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# Waits (up to 15 min: 1b f32 converts 4 GB of weights at load) for health SERVING.
+wait_serving() {
+  local addr="$1" _
+  for _ in $(seq 1800); do
+    if ! kill -0 "$server_pid" 2>/dev/null; then echo "llmserve exited during startup:" >&2; tail -20 "$work/server.log" >&2; return 1; fi
+    if "$build/tools/llmctl" --addr "$addr" --timeout 2 health >/dev/null 2>&1; then return 0; fi
+    sleep 0.5
+  done
+  echo "llmserve did not become SERVING in time" >&2; return 1
+}
+
+stop_server() {
+  kill -TERM "$server_pid" 2>/dev/null || true
+  wait "$server_pid" || echo "llmserve exited with $?" >&2
+  server_pid=""
+}
+
+mkdir -p bench/results
+stem="bench/results/serving-$(date -u +%Y%m%dT%H%M%SZ)"
+: > "$stem.jsonl"
+exec > >(tee "$stem.txt") 2>&1  # everything below also goes to the results file
+echo "# $(date -u) $(uname -n) $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# workload: $requests requests, input $in_len, output $out_len, ignore EOS, greedy, closed loop; llmserve --threads $threads $server_args"
+echo "## roofline (start)"; "$work/roofline" --threads 2
+for m in ${models//,/ }; do
+  for d in ${dtypes//,/ }; do
+    for p in ${policies//,/ }; do
+      port="$(free_port)"; addr="127.0.0.1:$port"
+      echo "## $m weights=$d policy=$p threads=$threads"
+      # shellcheck disable=SC2086  # server_args is a list of flags
+      "$build/server/llmserve" --model "$models_dir/llama-$m-bf16.gguf" --model-name "llama-$m" --weight-dtype "$d" \
+        --step-policy "$p" --threads "$threads" --host 127.0.0.1 --port "$port" --metrics-port 0 \
+        --log-level warn $server_args >"$work/server.log" 2>&1 &
+      server_pid=$!
+      wait_serving "$addr"
+      "$build/bench/llmbench" --addr "$addr" --requests 2 --concurrency 1 --input-len "$in_len" --output-len 4 \
+        --ignore-eos --progress off >/dev/null
+      for c in ${conc//,/ }; do
+        echo "### $m $d $p concurrency $c"
+        "$build/bench/llmbench" --addr "$addr" --concurrency "$c" --requests "$requests" --input-len "$in_len" \
+          --output-len "$out_len" --ignore-eos --progress lines --progress-interval 30 --allow-failures \
+          --label "$m/$d/$p/c$c" --jsonl "$stem.jsonl"
+      done
+      stop_server
+    done
+  done
+done
+echo "## roofline (end)"; "$work/roofline" --threads 2
+echo "## summary (TTFT and e2e p50 over requests, ITL p50 over tokens)"
+/usr/bin/python3 - "$stem.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+head = ("model", "dtype", "policy", "conc", "gen tok/s", "TTFT p50 (s)", "ITL p50 (ms)", "e2e p50 (s)", "failed",
+      "mismatches")
+print("| " + " | ".join(head) + " |")
+print("|" + "---|" * len(head))
+for r in rows:
+  m, d, p, c = r["label"].split("/")
+  q = r["requests"]
+  print(f"| {m} | {d} | {p} | {c[1:]} | {r['gen_tok_s']:.1f} | {r['ttft_s']['p50']:.3f} | "
+        f"{r['itl_s']['p50'] * 1e3:.1f} | {r['e2e_s']['p50']:.2f} | {q['failed']} | {q['mismatches']} |")
+PY
+echo "results: $stem.txt $stem.jsonl"

@@ -1,0 +1,235 @@
+// llmbench: its statistics and workload pieces, then the real binary against the real
+// llmserve on the demo model (closed and open loop), and against a dead port.
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/llmbench/stats.h"
+#include "bench/llmbench/workload.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/server_process.h"
+#include "tests/util/subprocess.h"
+
+namespace llmserve::testing {
+namespace {
+
+using nlohmann::json;
+
+TEST(LlmbenchStatsTest, PercentilesInterpolateLikeNumpy) {
+  std::vector<double> v = {5, 1, 4, 2, 3};  // sorted: 1..5
+  const llmbench::Summary s = llmbench::Summarize(&v);
+  EXPECT_EQ(s.count, 5u);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.p50, 3);
+  EXPECT_DOUBLE_EQ(s.p90, 4.6);   // numpy.percentile([1..5], 90)
+  EXPECT_DOUBLE_EQ(s.p99, 4.96);
+  std::vector<double> one = {7};
+  EXPECT_DOUBLE_EQ(llmbench::Summarize(&one).p99, 7);
+  std::vector<double> none;
+  EXPECT_EQ(llmbench::Summarize(&none).count, 0u);
+}
+
+TEST(LlmbenchWorkloadTest, LengthsFollowTheirDistribution) {
+  std::mt19937_64 rng(1);
+  for (int x : llmbench::SampleLengths(100, 64, llmbench::LengthDist::kFixed, 0.5, &rng)) ASSERT_EQ(x, 64);
+  const auto u = llmbench::SampleLengths(2000, 100, llmbench::LengthDist::kUniform, 0.5, &rng);
+  int lo = 1000, hi = 0;
+  for (int x : u) lo = std::min(lo, x), hi = std::max(hi, x);
+  EXPECT_EQ(lo, 50);
+  EXPECT_EQ(hi, 150);
+  const auto e = llmbench::SampleLengths(4000, 100, llmbench::LengthDist::kExponential, 0.5, &rng);
+  double sum = 0;
+  for (int x : e) {
+    ASSERT_GE(x, 1);
+    ASSERT_LE(x, 1000);
+    sum += x;
+  }
+  EXPECT_NEAR(sum / e.size(), 100, 10);  // fixed seed: deterministic
+}
+
+TEST(LlmbenchWorkloadTest, RandomPromptsAvoidSpecialIdsAndStayInRange) {
+  std::mt19937_64 rng(2);
+  llmbench::ModelLimits limits{/*vocab=*/10, /*context_length=*/64, /*bos_id=*/5, /*eos_id=*/6};
+  const auto ids = llmbench::RandomPrompt(500, 3, limits, &rng);
+  ASSERT_EQ(ids.size(), 500u);
+  for (int32_t id : ids) {
+    ASSERT_GE(id, 3);
+    ASSERT_LT(id, 10);
+    ASSERT_NE(id, 5);
+    ASSERT_NE(id, 6);
+  }
+}
+
+TEST(LlmbenchWorkloadTest, ArrivalsAreIncreasingAtTheRate) {
+  std::mt19937_64 rng(3);
+  const auto closed = llmbench::PoissonArrivals(5, 0, &rng);
+  for (double t : closed) EXPECT_EQ(t, 0);
+  const auto open = llmbench::PoissonArrivals(4001, 50, &rng);
+  for (size_t i = 1; i < open.size(); ++i) ASSERT_GE(open[i], open[i - 1]);
+  EXPECT_NEAR(open.back() / 4000, 1.0 / 50, 0.002);
+}
+
+TEST(LlmbenchWorkloadTest, RequestsFitTheContextAndCarryTheOptions) {
+  llmbench::BenchOptions o;
+  o.requests = 3;
+  o.input_len = 100;
+  o.output_len = 50;
+  o.ignore_eos = true;
+  o.seed = 7;
+  std::mt19937_64 rng(o.seed);
+  auto reqs = llmbench::BuildRequests(o, {/*vocab=*/300, /*context_length=*/120, 256, 257}, {}, &rng);
+  ASSERT_TRUE(reqs.ok()) << reqs.status();
+  ASSERT_EQ(reqs->size(), 3u);
+  for (size_t i = 0; i < reqs->size(); ++i) {
+    const auto& r = (*reqs)[i];
+    EXPECT_EQ(r.tokens().ids_size(), 100);
+    EXPECT_EQ(r.max_tokens(), 20);  // clamped: 100 + 20 = context
+    EXPECT_TRUE(r.ignore_eos());
+    EXPECT_EQ(r.seed(), 7 + i);
+    EXPECT_EQ(r.request_id(), absl::StrCat("llmbench-", i));
+  }
+  EXPECT_NE((*reqs)[0].tokens().ids(0), (*reqs)[1].tokens().ids(0)) << "each request gets its own prompt";
+  auto text = llmbench::BuildRequests(o, {}, {"a", "b"}, &rng);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ((*text)[2].text(), "a");
+  EXPECT_EQ((*text)[2].max_tokens(), 50);
+  EXPECT_FALSE(llmbench::BuildRequests(o, {/*vocab=*/4}, {}, &rng).ok()) << "vocab not above --token-offset";
+}
+
+// Runs the llmbench binary with `args` plus --json FILE; the parsed report (null if none).
+json RunLlmbench(const std::vector<std::string>& args, ProcessResult* result) {
+  static int n = 0;
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/llmbench_test_", getpid(), "_", n++, ".json");
+  std::remove(path.c_str());
+  std::vector<std::string> argv = {LLMBENCH_BINARY, "--json", path, "--progress", "lines"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  *result = RunProcess(argv);
+  std::ifstream in(path);
+  if (!in) return json();
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::remove(path.c_str());
+  return json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+}
+
+// Percentile summaries are present and ordered.
+void ExpectOrdered(const json& report, const char* key) {
+  SCOPED_TRACE(key);
+  ASSERT_TRUE(report.contains(key));
+  const json& s = report[key];
+  ASSERT_TRUE(s.is_object());
+  EXPECT_GT(s["count"].get<int>(), 0);
+  EXPECT_GE(s["p50"].get<double>(), s["min"].get<double>());
+  EXPECT_LE(s["p50"].get<double>(), s["p90"].get<double>());
+  EXPECT_LE(s["p90"].get<double>(), s["p99"].get<double>());
+  EXPECT_LE(s["p99"].get<double>(), s["max"].get<double>());
+  EXPECT_GE(s["min"].get<double>(), 0);
+}
+
+class LlmbenchDemoTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    server_ = ServerProcess::Start({"--threads", "2"}, &error).release();
+    if (server_ == nullptr) FAIL() << "llmserve did not start: " << error;
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (server_ == nullptr) GTEST_SKIP() << "llmserve did not start (see the suite's failure)";
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* LlmbenchDemoTest::server_ = nullptr;
+
+TEST_F(LlmbenchDemoTest, ClosedLoopReportsEveryRequestAndToken) {
+  ProcessResult p;
+  const json r = RunLlmbench({"--addr", server_->address(), "--requests", "12", "--concurrency", "4", "--input-len",
+                              "8", "--output-len", "8", "--ignore-eos"},
+                             &p);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  ASSERT_TRUE(r.is_object()) << p.out;
+  EXPECT_EQ(r["requests"]["total"], 12);
+  EXPECT_EQ(r["requests"]["ok"], 12);
+  EXPECT_EQ(r["requests"]["failed"], 0);
+  EXPECT_EQ(r["requests"]["mismatches"], 0);
+  EXPECT_EQ(r["requests"]["finish_reasons"]["LENGTH"], 12);
+  EXPECT_EQ(r["generated_tokens"], 96);
+  EXPECT_EQ(r["prompt_tokens"], 96);
+  EXPECT_GT(r["gen_tok_s"].get<double>(), 0);
+  EXPECT_EQ(r["model"]["name"], "demo");
+  EXPECT_FALSE(r["model"]["weight_dtype"].get<std::string>().empty());
+  EXPECT_EQ(r["server"]["step_policy"], "mixed");
+  EXPECT_LE(r["server"]["peak_running"].get<int>(), 4) << "closed loop of 4";
+  for (const char* key : {"ttft_s", "itl_s", "tpot_s", "e2e_s", "server_ttft_s"}) ExpectOrdered(r, key);
+  EXPECT_EQ(r["ttft_s"]["count"], 12);
+  // One sample per token after each stream's first chunk (a first chunk may carry more than one).
+  EXPECT_GT(r["itl_s"]["count"].get<int>(), 0);
+  EXPECT_LE(r["itl_s"]["count"].get<int>(), 96 - 12);
+  EXPECT_LE(r["ttft_s"]["p50"].get<double>(), r["e2e_s"]["p50"].get<double>());
+  EXPECT_NE(p.out.find("Requests ok / failed:"), std::string::npos) << p.out;
+}
+
+TEST_F(LlmbenchDemoTest, OpenLoopWithTextPromptsAndDashedOrUnderscoredFlags) {
+  const std::string prompts = absl::StrCat(::testing::TempDir(), "/llmbench_prompts_", getpid(), ".jsonl");
+  {
+    std::ofstream out(prompts);
+    out << "\"Hello there\"\n\n\"caf\\u00e9 au lait\"\n";
+  }
+  ProcessResult p;
+  const json r = RunLlmbench({"--addr=" + server_->address(), "--rate", "40", "--requests", "10", "--output_len", "6",
+                              "--ignore-eos", "--prompts-file", prompts, "--temperature", "0.8", "--top-k", "20",
+                              "--top_p", "0.9", "--seed", "5", "--len-dist", "uniform"},
+                             &p);
+  std::remove(prompts.c_str());
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  ASSERT_TRUE(r.is_object()) << p.out;
+  EXPECT_EQ(r["config"]["mode"], "open");
+  EXPECT_EQ(r["requests"]["ok"], 10);
+  EXPECT_EQ(r["requests"]["mismatches"], 0);
+  EXPECT_GT(r["generated_tokens"].get<int>(), 0);
+  EXPECT_LE(r["generated_tokens"].get<int>(), 10 * 9) << "uniform output lengths in [3, 9]";
+  EXPECT_GT(r["prompt_tokens"].get<int>(), 0);
+  ExpectOrdered(r, "e2e_s");
+}
+
+TEST(LlmbenchDeadServerTest, FailuresAreCountedByCodeAndExitNonZero) {
+  const int port = PickFreePort();
+  ProcessResult p;
+  const json r = RunLlmbench({"--addr", absl::StrCat("127.0.0.1:", port), "--requests", "5", "--concurrency", "2",
+                              "--input-len", "4", "--output-len", "4"},
+                             &p);
+  EXPECT_EQ(p.exit_code, 1) << p.err;
+  ASSERT_TRUE(r.is_object()) << p.out << p.err;
+  EXPECT_EQ(r["requests"]["ok"], 0);
+  EXPECT_EQ(r["requests"]["failed"], 5);
+  EXPECT_EQ(r["requests"]["failed_by_code"]["UNAVAILABLE"], 5);
+  EXPECT_TRUE(r["model"].is_null());
+  const ProcessResult allowed = RunProcess({LLMBENCH_BINARY, "--addr", absl::StrCat("127.0.0.1:", port), "--requests",
+                                            "2", "--input-len", "4", "--output-len", "4", "--allow-failures"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+}
+
+TEST(LlmbenchUsageTest, BadFlagsExitTwo) {
+  EXPECT_EQ(RunProcess({LLMBENCH_BINARY, "--no-such-flag", "1"}).exit_code, 2);
+  EXPECT_EQ(RunProcess({LLMBENCH_BINARY, "--requests", "0"}).exit_code, 2);
+  EXPECT_EQ(RunProcess({LLMBENCH_BINARY, "--len-dist", "normal"}).exit_code, 2);
+  const ProcessResult help = RunProcess({LLMBENCH_BINARY, "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--input-len"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace llmserve::testing
