@@ -20,7 +20,15 @@ PACKAGES=(
   python3-grpcio python3-protobuf
   # Tests: promtool checks metrics, rules and the dashboard's queries
   prometheus
+  # Container tests (scripts/deploy-test.sh): image build and run, base images without a
+  # registry, compose file and nginx load-balancer config checks
+  podman buildah runc catatonit debootstrap docker-compose nginx
 )
+# Node.js for the offline Kubernetes schema validation (deploy/k8s/validate): only when
+# absent, as a node from elsewhere (e.g. NodeSource's, which bundles npm) conflicts with
+# Debian's npm package.
+if ! command -v node >/dev/null; then PACKAGES+=(nodejs); fi
+if ! command -v npm >/dev/null; then PACKAGES+=(npm); fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Checks the Kubernetes manifests in deploy/k8s offline:
+#   1. `kubectl kustomize deploy/k8s` renders them (kubectl is not a Debian 12 package: when
+#      it is absent the resource files are checked one by one instead, with a note);
+#   2. every rendered object, and the optional ones in deploy/k8s/optional, validates against
+#      the Kubernetes API schemas (npm kubernetes-models, pinned in deploy/k8s/validate/);
+#      a broken Deployment must be rejected (the validator can fail);
+#   3. `podman kube play` runs the rendered Deployment as 2 single-replica pods on the host
+#      network (distinct ports, model mounted from LLMSERVE_TEST_ASSETS), both must report
+#      SERVING through `llmctl health`; then `podman kube down`.
+# Usage: scripts/k8s-validate.sh [--no-play]   (step 3 needs the image that
+#        scripts/container-test.sh builds: LLMSERVE_IMAGE, default localhost/llmserve:test)
+# Env: KUBECTL (default kubectl), KP_PORTS (default "50981:9481 50982:9482"), LLMSERVE_TEST_ASSETS, CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PLAY=1
+if [ "${1:-}" = "--no-play" ]; then PLAY=0; fi
+IMAGE="${LLMSERVE_IMAGE:-localhost/llmserve:test}"
+VDIR=deploy/k8s/validate
+WORK="$(mktemp -d)"
+PLAYFILE="$WORK/play.yaml"
+cleanup() {
+  if [ -f "$PLAYFILE.up" ]; then podman kube down "$PLAYFILE" >/dev/null 2>&1 || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# npm packages from the committed lock file (reinstalled only when the lock changed).
+if [ ! -f "$VDIR/node_modules/.package-lock.json" ] || [ "$VDIR/package-lock.json" -nt "$VDIR/node_modules/.package-lock.json" ]; then
+  (cd "$VDIR" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# 1. Render.
+RENDERED="$WORK/rendered.yaml"
+KUBECTL="${KUBECTL:-kubectl}"
+if command -v "$KUBECTL" >/dev/null; then
+  "$KUBECTL" kustomize deploy/k8s > "$RENDERED"
+  echo "k8s-validate: kubectl kustomize deploy/k8s: $(grep -c '^kind:' "$RENDERED") objects"
+else
+  echo "k8s-validate: NOTE: kubectl not installed (not a Debian 12 package): validating the resource files unrendered"
+  for f in deploy/k8s/*.yaml; do
+    [ "$(basename "$f")" = kustomization.yaml ] && continue
+    cat "$f"; echo "---"
+  done > "$RENDERED"
+fi
+
+# 2. Schemas.
+node "$VDIR/validate.mjs" "$RENDERED" deploy/k8s/optional/*.yaml
+cat > "$WORK/bad.yaml" <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: broken}
+spec:
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}}
+    spec:
+      containers: [{name: c, image: x, ports: [{containerPort: "not-a-number"}]}]
+EOF
+if node "$VDIR/validate.mjs" "$WORK/bad.yaml" >/dev/null 2>&1; then
+  echo "k8s-validate: FAIL: the validator accepted a Deployment with a string containerPort" >&2
+  exit 1
+fi
+echo "k8s-validate: schemas ok (and a broken Deployment is rejected)"
+
+# 3. podman kube play of the rendered Deployment.
+if [ "$PLAY" -eq 0 ]; then exit 0; fi
+source scripts/podman-env.sh
+ASSETS="${LLMSERVE_TEST_ASSETS:-../shared}"
+MODELS="$ASSETS/models/llama2c"
+if [ ! -f "$MODELS/stories260K.bin" ] || ! podman image exists "$IMAGE"; then
+  msg="k8s-validate: kube play needs $MODELS/stories260K.bin and the image $IMAGE (scripts/container-test.sh)"
+  if [ "${CI:-}" = "true" ]; then echo "$msg: FAIL" >&2; exit 1; fi
+  echo "$msg: SKIP"
+  exit 0
+fi
+MODELS="$(cd "$MODELS" && pwd)"
+read -r -a PAIRS <<< "${KP_PORTS:-50981:9481 50982:9482}"
+node "$VDIR/kube-play.mjs" "$RENDERED" "$IMAGE" "$MODELS" /models/stories260K.bin /models/tok512.bin \
+  "${PAIRS[@]}" > "$PLAYFILE"
+podman kube play "$PLAYFILE" > "$WORK/play.log" 2>&1 || { cat "$WORK/play.log" >&2; exit 1; }
+touch "$PLAYFILE.up"
+llmctl_in_image() { podman run --rm --network host --no-healthcheck --entrypoint llmctl "$IMAGE" "$@"; }
+for pair in "${PAIRS[@]}"; do
+  port="${pair%%:*}"
+  ok=0
+  for _ in $(seq 1 60); do   # bounded: 60 tries, 1 s apart
+    if llmctl_in_image health --addr "127.0.0.1:$port" --timeout 2 >/dev/null 2>&1; then ok=1; break; fi
+    sleep 1
+  done
+  if [ "$ok" -ne 1 ]; then
+    echo "k8s-validate: FAIL: kube play replica on port $port never became SERVING" >&2
+    podman pod ps >&2 || true
+    podman ps -a --format '{{.Names}} {{.Status}}' >&2 || true
+    for c in $(podman ps -a --format '{{.Names}}' | grep -- '-llmserve$' || true); do podman logs "$c" 2>&1 | tail -20 >&2; done
+    exit 1
+  fi
+  echo "k8s-validate: kube play replica 127.0.0.1:$port SERVING"
+done
+podman kube down "$PLAYFILE" >/dev/null
+rm -f "$PLAYFILE.up"
+echo "k8s-validate: kube play: 2 replicas ready; kube down ok"
+echo "k8s-validate: PASS"
