@@ -11,7 +11,11 @@
 //                tokens_per_s and gflops (2 x linear-layer parameters per token).
 // Skips with a message when LLMSERVE_BENCH_MODEL is unset. With LLMSERVE_BENCH_PROFILE=1,
 // each benchmark then runs a few more steps with the per-op profile on and prints where
-// a step's time goes (stderr).
+// a step's time goes (stderr). LLMSERVE_BENCH_SMALL_GEMM=0 runs batches of 5..32 rows on
+// oneDNN's matmul instead of model/ops/small_gemm.h; =ab alternates the two step by step
+// in Decode and reports the median step of each (small_gemm_on_ms, small_gemm_off_ms).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -25,6 +29,7 @@
 #include "benchmark/benchmark.h"
 #include "model/kv_cache.h"
 #include "model/model_loader.h"
+#include "model/ops/small_gemm.h"
 #include "model/transformer.h"
 
 namespace {
@@ -144,9 +149,23 @@ void Decode(benchmark::State& state, DType dtype) {
     seqs.push_back({s, 1, ctx, table(s)});
     rows.push_back(s);
   }
+  const char* ab_env = std::getenv("LLMSERVE_BENCH_SMALL_GEMM");
+  const bool ab = ab_env != nullptr && std::string(ab_env) == "ab";
+  std::vector<double> ms[2];  // [off, on] step times of the A/B mode
   for (auto _ : state) {
+    const bool on = ms[1].size() <= ms[0].size();
+    if (ab) llmserve::SetSmallGemmEnabled(on);
+    const auto t0 = std::chrono::steady_clock::now();
     st = l.model->Forward({step_tokens, seqs, rows}, *cache, logits.data());
     benchmark::DoNotOptimize(logits.data());
+    if (ab) ms[on].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (ab) {
+    llmserve::SetSmallGemmEnabled(true);
+    for (int on = 0; on < 2; ++on) {
+      std::sort(ms[on].begin(), ms[on].end());
+      if (!ms[on].empty()) state.counters[on ? "small_gemm_on_ms" : "small_gemm_off_ms"] = ms[on][ms[on].size() / 2];
+    }
   }
   if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
   const std::string name = std::string("Decode/") + llmserve::DTypeName(dtype).data() + "/" + std::to_string(batch);
@@ -201,6 +220,10 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // LLMSERVE_BENCH_SMALL_GEMM=0: batches of 5..32 rows on oneDNN (A/B of model/ops/small_gemm.h).
+  const char* small_gemm = std::getenv("LLMSERVE_BENCH_SMALL_GEMM");
+  if (small_gemm != nullptr && std::string(small_gemm) == "0") llmserve::SetSmallGemmEnabled(false);
+  benchmark::AddCustomContext("small_gemm", llmserve::SmallGemmEnabled() ? "on" : "off");
   benchmark::AddCustomContext("model", ModelPath());
   benchmark::AddCustomContext("threads", std::to_string(kThreads));
   benchmark::RunSpecifiedBenchmarks();

@@ -24,7 +24,8 @@
 
 namespace llmserve {
 
-// Largest M (rows of x) the GEMV serves; larger M goes to oneDNN's matmul.
+// Largest M (rows of x) the GEMV serves; larger M goes to the small-batch kernel of
+// model/ops/small_gemm.h (up to its dispatch limit), then to oneDNN's matmul.
 inline constexpr int64_t kGemvMaxRows = 4;
 // Outputs per panel.
 inline constexpr int64_t kGemvPanel = 64;

@@ -1,5 +1,6 @@
 // Linear: y = x · Wᵀ (+ b) over all M rows of a step, as one oneDNN matmul (or, for
-// M <= kGemvMaxRows on AVX-512, the GEMV of model/ops/gemv.h over the same packed weight).
+// M <= kGemvMaxRows on AVX-512, the GEMV of model/ops/gemv.h over the same packed weight;
+// for small batches, where it is faster, the kernel of model/ops/small_gemm.h).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,8 @@ class DnnContext;  // model/ops/dnn_context.h: the oneDNN engine + stream
 // A packed weight matrix [out, in] with optional bias [out]. The weight is converted
 // once at creation to `compute` dtype (f32 or bf16) and reordered into oneDNN's
 // preferred blocked layout; matmul primitives are cached per M. Small M (decode) runs the
-// GEMV directly over that packed copy when it is in the GEMV's panel layout.
+// GEMV (M <= 4) or the small-batch kernel (5 <= M <= SmallGemmDispatchMaxRows) directly
+// over that packed copy when it is in the GEMV's panel layout.
 // Not thread-safe (Engine thread only); Forward itself uses all configured threads.
 class Linear {
  public:
@@ -35,6 +37,8 @@ class Linear {
   virtual size_t weight_bytes() const = 0;
   // True when M <= kGemvMaxRows runs the GEMV of model/ops/gemv.h, not oneDNN's matmul.
   virtual bool uses_gemv() const = 0;
+  // True when M rows run the small-batch kernel of model/ops/small_gemm.h, not oneDNN.
+  virtual bool uses_small_gemm(int64_t m) const = 0;
 };
 
 }  // namespace llmserve
