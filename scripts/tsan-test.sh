@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 build_dir="${BUILD_DIR:-build-tsan}"
 tests=(block_pool_test scheduler_test scheduler_finish_test scheduler_preemption_test scheduler_random_test
-       request_channel_test engine_test engine_stress_test)
+       request_channel_test engine_test engine_lifecycle_test engine_stress_test)
 
 scripts/install-deps.sh
 cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_TSAN=ON -DLLMSERVE_BUILD_TESTS=ON -DLLMSERVE_BUILD_BENCH=OFF

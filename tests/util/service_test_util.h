@@ -95,6 +95,15 @@ inline llmserve::v1::ServerInfo ServerInfo(llmserve::v1::LlmService::Stub& stub)
   return info;
 }
 
+// A greedy text request for `max_tokens` tokens.
+inline llmserve::v1::GenerateRequest Greedy(const std::string& text, int32_t max_tokens) {
+  llmserve::v1::GenerateRequest r;
+  r.set_text(text);
+  r.set_temperature(0.0f);
+  r.set_max_tokens(max_tokens);
+  return r;
+}
+
 // A server for `engine` on a free loopback port, and a client stub.
 struct Served {
   std::unique_ptr<LlmService> service;
