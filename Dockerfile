@@ -39,16 +39,21 @@ COPY scheduler/ scheduler/
 COPY server/ server/
 COPY tools/ tools/
 # ccache lives in a cache mount: a rebuild on the same machine after a source change only
-# recompiles what changed (the layer cache covers the no-change case).
-ENV CCACHE_DIR=/ccache
+# recompiles what changed (the layer cache covers the no-change case). CCACHE_DIR may
+# point elsewhere instead: scripts/container-test.sh mounts the host's ccache (the one
+# scripts/test.sh's Release build fills) with `podman build -v` and sets it here, so on a
+# fresh CI machine the image's compile is mostly cache hits. CCACHE_BASEDIR and a build
+# directory inside the source tree make the paths relative, the same as the host's.
+ARG CCACHE_DIR=/ccache
+ENV CCACHE_DIR=${CCACHE_DIR} CCACHE_BASEDIR=/src
 RUN --mount=type=cache,target=/ccache \
-    cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    cmake -S . -B /src/build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DLLMSERVE_BUILD_TESTS=OFF -DLLMSERVE_BUILD_BENCH=OFF \
       -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
- && ninja -C /build llmserve llmctl \
+ && ninja -C /src/build llmserve llmctl \
  && (ccache --show-stats | grep -iE 'hits|misses' || true)
-RUN install -D -m 0755 /build/server/llmserve /out/llmserve \
- && install -D -m 0755 /build/tools/llmctl /out/llmctl \
+RUN install -D -m 0755 /src/build/server/llmserve /out/llmserve \
+ && install -D -m 0755 /src/build/tools/llmctl /out/llmctl \
  && strip /out/llmserve /out/llmctl
 
 # ---------------------------------------------------------------------------- runtime

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git ca-certificates
+  build-essential cmake ninja-build pkg-config git ca-certificates ccache
   # RPC and serialization
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Core libraries
@@ -18,8 +18,6 @@ PACKAGES=(
   prometheus
   # examples/python (gRPC client; its stubs come from protoc + grpc_python_plugin)
   python3-grpcio python3-protobuf
-  # Tests: promtool checks metrics, rules and the dashboard's queries
-  prometheus
   # Container tests (scripts/deploy-test.sh): image build and run, base images without a
   # registry, compose file and nginx load-balancer config checks
   podman buildah runc catatonit debootstrap docker-compose nginx

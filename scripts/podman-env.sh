@@ -68,9 +68,17 @@ SLIM
 # Builds the Dockerfile into IMAGE (docker format keeps HEALTHCHECK and STOPSIGNAL),
 # never pulling; host network for apt inside the build.
 build_image() {
-  local image="$1" t0=$SECONDS
+  local image="$1" t0=$SECONDS cache=()
+  # The host's ccache (filled by scripts/test.sh's Release build, same flags and relative
+  # paths): on a fresh machine the image's compile is then mostly cache hits.
+  if [ "${LLMSERVE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+    local dir
+    dir="$(ccache -k cache_dir)"
+    mkdir -p "$dir"
+    cache=(--volume "$dir:/host-ccache" --build-arg CCACHE_DIR=/host-ccache)
+  fi
   echo "podman-env: podman build -> $image"
-  podman build --format docker --pull=never --network host -t "$image" -f Dockerfile . \
+  podman build --format docker --pull=never --network host "${cache[@]}" -t "$image" -f Dockerfile . \
     >"$PODMAN_ENV_DIR/build.log" 2>&1 || {
     tail -40 "$PODMAN_ENV_DIR/build.log" >&2
     return 1
@@ -78,7 +86,7 @@ build_image() {
   # Tag the builder stage too (all cached: instant), so that it is not "dangling": superseded
   # builds of this Dockerfile (untagged now) would pile up on a CI machine and are pruned,
   # while the current builder stays as the layer cache.
-  podman build --format docker --pull=never --network host --target builder \
+  podman build --format docker --pull=never --network host "${cache[@]}" --target builder \
     -t localhost/llmserve-builder:cache -f Dockerfile . >>"$PODMAN_ENV_DIR/build.log" 2>&1
   podman image prune -f --filter label=io.llmserve.build >/dev/null 2>&1 || true
   echo "podman-env: image built in $((SECONDS - t0)) s"

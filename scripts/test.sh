@@ -16,6 +16,13 @@ if [ "${LLMSERVE_SANITIZE:-0}" = "1" ]; then
   build_dir="${BUILD_DIR:-build-asan}"
 fi
 
-cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_SANITIZE="$sanitize" -DLLMSERVE_BUILD_TESTS=ON "$@"
+# ccache (in install-deps.sh) makes a rebuild on the same machine cheap, and
+# scripts/container-test.sh lends this cache to the image's build. LLMSERVE_CCACHE=0: off.
+launcher=()
+if [ "${LLMSERVE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD"  # relative paths: the same objects from any checkout
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_SANITIZE="$sanitize" -DLLMSERVE_BUILD_TESTS=ON "${launcher[@]}" "$@"
 cmake --build "$build_dir" --parallel "$(nproc)"
 ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)"

@@ -12,7 +12,14 @@ tests=(block_pool_test scheduler_test scheduler_finish_test scheduler_preemption
        request_channel_test engine_test engine_lifecycle_test engine_stress_test)
 
 scripts/install-deps.sh
-cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_TSAN=ON -DLLMSERVE_BUILD_TESTS=ON -DLLMSERVE_BUILD_BENCH=OFF
+# ccache (in install-deps.sh) makes a rebuild on the same machine cheap, and
+# scripts/container-test.sh lends this cache to the image's build. LLMSERVE_CCACHE=0: off.
+launcher=()
+if [ "${LLMSERVE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD"  # relative paths: the same objects from any checkout
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_TSAN=ON -DLLMSERVE_BUILD_TESTS=ON -DLLMSERVE_BUILD_BENCH=OFF "${launcher[@]}"
 cmake --build "$build_dir" --parallel "$(nproc)" --target "${tests[@]}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}"
 
