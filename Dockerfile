@@ -45,7 +45,7 @@ COPY tools/ tools/
 # fresh CI machine the image's compile is mostly cache hits. CCACHE_BASEDIR and a build
 # directory inside the source tree make the paths relative, the same as the host's.
 ARG CCACHE_DIR=/ccache
-ENV CCACHE_DIR=${CCACHE_DIR} CCACHE_BASEDIR=/src
+ENV CCACHE_DIR=${CCACHE_DIR} CCACHE_BASEDIR=/src CCACHE_SLOPPINESS=locale
 RUN --mount=type=cache,target=/ccache \
     cmake -S . -B /src/build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DLLMSERVE_BUILD_TESTS=OFF -DLLMSERVE_BUILD_BENCH=OFF \

@@ -17,6 +17,7 @@ scripts/install-deps.sh
 launcher=()
 if [ "${LLMSERVE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
   export CCACHE_BASEDIR="$PWD"  # relative paths: the same objects from any checkout
+  export CCACHE_SLOPPINESS=locale  # LANG may differ (the image build has none)
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_TSAN=ON -DLLMSERVE_BUILD_TESTS=ON -DLLMSERVE_BUILD_BENCH=OFF "${launcher[@]}"
