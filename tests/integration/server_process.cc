@@ -149,8 +149,7 @@ grpc::health::v1::HealthCheckResponse::ServingStatus ServerProcess::Health(const
   return s.ok() ? resp.status() : grpc::health::v1::HealthCheckResponse::UNKNOWN;
 }
 
-// True once a TCP connection to 127.0.0.1:port succeeds.
-static bool PortAccepts(int port) {
+bool PortAccepts(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   sockaddr_in addr{};

@@ -26,6 +26,9 @@ namespace llmserve::testing {
 // A port that was free on 127.0.0.1 a moment ago (bind to port 0, read it, close).
 int PickFreePort();
 
+// True once a TCP connection to 127.0.0.1:port succeeds.
+bool PortAccepts(int port);
+
 class ServerProcess {
  public:
   // Starts llmserve and waits until it is SERVING (up to `timeout`). nullptr (with the

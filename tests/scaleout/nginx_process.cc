@@ -1,11 +1,8 @@
 #include "tests/scaleout/nginx_process.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,19 +27,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// True once a TCP connection to 127.0.0.1:port succeeds.
-bool Accepts(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
 }
 
 // waitpid without blocking; true (and *status) once `pid` has exited.
@@ -108,7 +92,7 @@ std::unique_ptr<NginxProcess> NginxProcess::Start(const std::string& nginx, cons
         exited = true;
         break;
       }
-      if (Accepts(p->port_)) return p;
+      if (PortAccepts(p->port_)) return p;
       absl::SleepFor(absl::Milliseconds(20));
     }
     if (!exited) break;
