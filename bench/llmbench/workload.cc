@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "tools/prompts_file.h"
 
 namespace llmbench {
 
@@ -46,20 +47,12 @@ std::vector<double> PoissonArrivals(int n, double rate, std::mt19937_64* rng) {
 }
 
 absl::StatusOr<std::vector<std::string>> ReadPromptsFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open prompts file"));
-  std::vector<std::string> prompts;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_string() || j.get<std::string>().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": expected one non-empty JSON string per line"));
-    }
-    prompts.push_back(j.get<std::string>());
+  auto prompts = llmserve::ReadPromptsFile(path);
+  if (!prompts.ok()) return prompts.status();
+  for (const std::string& p : *prompts) {
+    if (p.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty prompt (llmbench needs text)"));
   }
-  if (prompts.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no prompts"));
+  if (prompts->empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no prompts"));
   return prompts;
 }
 

@@ -43,6 +43,7 @@
 #include "model/model_loader.h"
 #include "model/tokenizer/tokenizer_loader.h"
 #include "nlohmann/json.hpp"
+#include "tools/prompts_file.h"
 #include "scheduler/engine.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -224,24 +225,6 @@ absl::Status ParseArgs(int argc, char** argv, Args* a, bool* help) {
     return absl::InvalidArgumentError("--top-logits runs greedy on the forward pass; it takes no sampling or stop flags");
   }
   return absl::OkStatus();
-}
-
-// One JSON string per non-empty line.
-absl::StatusOr<std::vector<std::string>> ReadPromptsFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open prompts file"));
-  std::vector<std::string> prompts;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": expected one JSON string per line"));
-    }
-    prompts.push_back(j.get<std::string>());
-  }
-  return prompts;
 }
 
 // The continuation's text for the direct path: Decode(prompt + generated) minus
@@ -430,7 +413,7 @@ int Run(const Args& args) {
 
   std::vector<std::string> texts = args.prompts;
   if (!args.prompts_file.empty()) {
-    auto read = ReadPromptsFile(args.prompts_file);
+    auto read = llmserve::ReadPromptsFile(args.prompts_file);
     if (!read.ok()) return Fail(read.status());
     texts = *std::move(read);
   }
