@@ -7,7 +7,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,10 +132,6 @@ absl::Status KvCacheConfig::Validate() const {
   return absl::OkStatus();
 }
 
-void KvCache::Unmapper::operator()(uint8_t* p) const {
-  if (p != nullptr) munmap(p, bytes);
-}
-
 absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& config) {
   if (absl::Status s = config.Validate(); !s.ok()) return s;
   const uint64_t total = static_cast<uint64_t>(config.BytesPerBlock()) * static_cast<uint64_t>(config.num_blocks);
@@ -153,15 +148,13 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& co
   for (std::vector<Array>* arrays : {&cache->k_, &cache->v_}) {
     arrays->reserve(static_cast<size_t>(config.num_layers));
     for (int64_t l = 0; l < config.num_layers; ++l) {
-      // Anonymous mappings are zero-filled lazily by the kernel, page by page.
-      void* p = mmap(nullptr, array_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) {
-        return absl::ResourceExhaustedError(absl::StrCat("KV cache: cannot map ", array_bytes, " bytes for one layer (",
-                                                         total, " bytes in all): ", std::strerror(errno)));
+      // Anonymous mappings are zero-filled lazily by the kernel, page by page; huge pages
+      // cut TLB misses when the kernel streams scattered blocks.
+      absl::StatusOr<HugePageBuffer> array = HugePageBuffer::Allocate(array_bytes, "KV cache layer");
+      if (!array.ok()) {
+        return absl::ResourceExhaustedError(absl::StrCat(array.status().message(), " (", total, " bytes in all)"));
       }
-      // Huge pages cut TLB misses when the kernel streams scattered blocks (advice only).
-      if (array_bytes >= (size_t{2} << 20)) madvise(p, array_bytes, MADV_HUGEPAGE);
-      arrays->emplace_back(static_cast<uint8_t*>(p), Unmapper{array_bytes});
+      arrays->push_back(*std::move(array));
     }
   }
   return cache;

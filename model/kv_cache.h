@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "model/dtype.h"
 #include "model/model_config.h"
+#include "model/ops/huge_page_buffer.h"
 
 namespace llmserve {
 
@@ -89,19 +90,14 @@ class KvCache {
   size_t total_bytes() const;
 
  private:
-  // Unmaps one array.
-  struct Unmapper {
-    size_t bytes = 0;
-    void operator()(uint8_t* p) const;
-  };
-  using Array = std::unique_ptr<uint8_t, Unmapper>;
+  using Array = HugePageBuffer;
 
   explicit KvCache(const KvCacheConfig& c) : config_(c) {}
   uint8_t* Slot(const std::vector<Array>& arrays, int64_t layer, int64_t block, int64_t head) const {
     assert(layer >= 0 && layer < config_.num_layers);
     assert(block >= 0 && block < config_.num_blocks);
     assert(head >= 0 && head < config_.num_kv_heads);
-    return arrays[static_cast<size_t>(layer)].get() + static_cast<size_t>(block) * block_bytes_ +
+    return arrays[static_cast<size_t>(layer)].data() + static_cast<size_t>(block) * block_bytes_ +
            static_cast<size_t>(head) * head_bytes_;
   }
 

@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/ops/dnn_context.h"
 #include "model/ops/gemv.h"
+#include "model/ops/huge_page_buffer.h"
 #include "model/ops/linear_convert.h"
 #include "model/ops/small_gemm.h"
 
@@ -60,7 +61,7 @@ class DnnLinear final : public Linear {
 
   // Chooses the packed layout, packs `plain` (compute dtype, [out, in] row-major) into it
   // and stores the f32 bias.
-  void Pack(const void* plain, const float* bias);
+  absl::Status Pack(const void* plain, const float* bias);
 
   void Forward(const float* x, int64_t m, float* y) override;
   int64_t in_features() const override { return in_; }
@@ -90,7 +91,8 @@ class DnnLinear final : public Linear {
   const dt compute_;
   const bool has_bias_;
   dnnl::memory::desc packed_md_;
-  dnnl::memory weights_;  // packed, owned by oneDNN
+  HugePageBuffer weights_storage_;  // the packed weights' bytes (huge pages: decode streams them)
+  dnnl::memory weights_;            // packed, over weights_storage_
   dnnl::memory bias_;     // f32 [1, out], owned by oneDNN; empty without bias
   bool gemv_layout_ = false;  // weights_ is in the GEMV's panel layout
   GemvWeights gemv_;          // views of weights_ and bias_ for the GEMV
@@ -111,7 +113,7 @@ dnnl::matmul::primitive_desc DnnLinear::MakePd(int64_t m, const dnnl::memory::de
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, weights_md, dst_md), attr, ctx_.engine());
 }
 
-void DnnLinear::Pack(const void* plain, const float* bias) {
+absl::Status DnnLinear::Pack(const void* plain, const float* bias) {
   // oneDNN's preferred layout may depend on M. Take the layouts it picks for a decode-
   // sized and a prefill-sized M and keep the first one that both sizes can run with an
   // optimized (non-reference) kernel. On AVX-512 oneDNN 2.6 picks the same blocked layout
@@ -133,7 +135,10 @@ void DnnLinear::Pack(const void* plain, const float* bias) {
 
   const dnnl::memory::desc plain_md({in_, out_}, compute_, tag::ba);
   dnnl::memory plain_mem(plain_md, ctx_.engine(), const_cast<void*>(plain));
-  weights_ = dnnl::memory(packed_md_, ctx_.engine());
+  absl::StatusOr<HugePageBuffer> storage = HugePageBuffer::Allocate(packed_md_.get_size(), "packed weights");
+  if (!storage.ok()) return storage.status();
+  weights_storage_ = *std::move(storage);
+  weights_ = dnnl::memory(packed_md_, ctx_.engine(), weights_storage_.data());
   dnnl::reorder(plain_mem, weights_).execute(ctx_.stream(), plain_mem, weights_);
   ctx_.stream().wait();
 
@@ -154,6 +159,7 @@ void DnnLinear::Pack(const void* plain, const float* bias) {
     gemv_.data = weights_.get_data_handle();
     gemv_.bias = has_bias_ ? static_cast<const float*>(bias_.get_data_handle()) : nullptr;
   }
+  return absl::OkStatus();
 }
 
 DnnLinear::Entry& DnnLinear::GetEntry(int64_t m) {
@@ -290,7 +296,9 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(DnnContext& ctx, const Te
   try {
     auto linear = std::make_unique<DnnLinear>(ctx, weight.name, in, out,
                                               compute == DType::kF32 ? dt::f32 : dt::bf16, bias != nullptr);
-    linear->Pack(plain, bias_f32.empty() ? nullptr : bias_f32.data());
+    if (absl::Status s = linear->Pack(plain, bias_f32.empty() ? nullptr : bias_f32.data()); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("linear ", weight.name, ": ", s.message()));
+    }
     return std::unique_ptr<Linear>(std::move(linear));
   } catch (const dnnl::error& e) {
     return DnnErrorToStatus(e, absl::StrCat("linear ", weight.name).c_str());
