@@ -35,7 +35,9 @@ absl::StatusOr<HugePageBuffer> HugePageBuffer::Allocate(size_t bytes, const char
   uintptr_t start = reinterpret_cast<uintptr_t>(map);
   if (huge) {
     start = (start + kHugePage - 1) & ~(kHugePage - 1);
-    madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);  // advice only; failure is harmless
+    // Only whole huge pages: a partly used last one would commit up to 2 MiB that the
+    // buffer never uses (the tail stays on 4 KiB pages). Advice only; failure is harmless.
+    madvise(reinterpret_cast<void*>(start), bytes & ~(kHugePage - 1), MADV_HUGEPAGE);
   }
   b.data_ = reinterpret_cast<uint8_t*>(start);
   return b;
