@@ -11,11 +11,13 @@
 # Generates the random-weight bf16 GGUF models if missing (scripts/gen_bench_models.py),
 # builds llmserve, llmbench and llmctl (Release) in $BUILD_DIR, builds ../shared/tools/roofline
 # into a temp dir and runs it at the start and at the end. For each model/dtype/policy it
-# starts llmserve (--threads, a free port, --metrics-port 0), waits for health SERVING, runs
+# starts llmserve (--threads, free gRPC and metrics ports), waits for health SERVING, runs
 # a 2-request warm-up, then one closed-loop llmbench run per concurrency (random-token
 # prompts of --input-len, --output-len generated, EOS ignored, greedy), and stops the
-# server with SIGTERM. Results: bench/results/serving-<date>.txt (everything + a summary
-# table) and .jsonl (one llmbench report per run, "label" = model/dtype/policy/cN).
+# server with SIGTERM. Around each run it snapshots the server's step-phase metrics
+# (bench/step_phases.py): where the engine's time went (schedule/forward/sample/emit/idle).
+# Results: bench/results/serving-<date>.txt (everything + a summary table), .jsonl (one
+# llmbench report per run, "label" = model/dtype/policy/cN) and .phases.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 models="small,1b"; dtypes="bf16,f32"; policies="mixed,separate"; conc="1,8,16,32"
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
     --output-len) out_len="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --server-args) server_args="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -74,7 +76,7 @@ stop_server() {
 
 mkdir -p bench/results
 stem="bench/results/serving-$(date -u +%Y%m%dT%H%M%SZ)"
-: > "$stem.jsonl"
+: > "$stem.jsonl"; : > "$stem.phases.jsonl"
 exec > >(tee "$stem.txt") 2>&1  # everything below also goes to the results file
 echo "# $(date -u) $(uname -n) $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# workload: $requests requests, input $in_len, output $out_len, ignore EOS, greedy, closed loop; llmserve --threads $threads $server_args"
@@ -82,11 +84,12 @@ echo "## roofline (start)"; "$work/roofline" --threads 2
 for m in ${models//,/ }; do
   for d in ${dtypes//,/ }; do
     for p in ${policies//,/ }; do
-      port="$(free_port)"; addr="127.0.0.1:$port"
+      port="$(free_port)"; addr="127.0.0.1:$port"; mport="$(free_port)"
+      metrics="http://127.0.0.1:$mport/metrics"
       echo "## $m weights=$d policy=$p threads=$threads"
       # shellcheck disable=SC2086  # server_args is a list of flags
       "$build/server/llmserve" --model "$models_dir/llama-$m-bf16.gguf" --model-name "llama-$m" --weight-dtype "$d" \
-        --step-policy "$p" --threads "$threads" --host 127.0.0.1 --port "$port" --metrics-port 0 \
+        --step-policy "$p" --threads "$threads" --host 127.0.0.1 --port "$port" --metrics-port "$mport" \
         --log-level warn $server_args >"$work/server.log" 2>&1 &
       server_pid=$!
       wait_serving "$addr"
@@ -94,9 +97,14 @@ for m in ${models//,/ }; do
         --ignore-eos --progress off >/dev/null
       for c in ${conc//,/ }; do
         echo "### $m $d $p concurrency $c"
+        bench/step_phases.py snap "$metrics" "$work/before.json"
         "$build/bench/llmbench" --addr "$addr" --concurrency "$c" --requests "$requests" --input-len "$in_len" \
           --output-len "$out_len" --ignore-eos --progress lines --progress-interval 30 --allow-failures \
           --label "$m/$d/$p/c$c" --jsonl "$stem.jsonl"
+        bench/step_phases.py snap "$metrics" "$work/after.json"
+        wall="$(tail -1 "$stem.jsonl" | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["duration_s"])')"
+        bench/step_phases.py report "$work/before.json" "$work/after.json" "$wall" --label "$m/$d/$p/c$c" \
+          --jsonl "$stem.phases.jsonl"
       done
       stop_server
     done
@@ -104,17 +112,21 @@ for m in ${models//,/ }; do
 done
 echo "## roofline (end)"; "$work/roofline" --threads 2
 echo "## summary (TTFT and e2e p50 over requests, ITL p50 over tokens)"
-/usr/bin/python3 - "$stem.jsonl" <<'PY'
+/usr/bin/python3 - "$stem.jsonl" "$stem.phases.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+phases = {r["label"]: r for r in (json.loads(line) for line in open(sys.argv[2]) if line.strip())}
 head = ("model", "dtype", "policy", "conc", "gen tok/s", "TTFT p50 (s)", "ITL p50 (ms)", "e2e p50 (s)", "failed",
-      "mismatches")
+      "mismatches", "forward %", "engine idle %", "step ms", "tok/step")
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for r in rows:
   m, d, p, c = r["label"].split("/")
   q = r["requests"]
+  ph = phases.get(r["label"])
+  prof = (f"{100 * ph['forward_s'] / ph['wall_s']:.1f} | {100 * ph['idle_s'] / ph['wall_s']:.1f} | "
+          f"{ph['mean_step_ms']:.1f} | {ph['tokens_per_step']:.1f}") if ph else "| | |"
   print(f"| {m} | {d} | {p} | {c[1:]} | {r['gen_tok_s']:.1f} | {r['ttft_s']['p50']:.3f} | "
-        f"{r['itl_s']['p50'] * 1e3:.1f} | {r['e2e_s']['p50']:.2f} | {q['failed']} | {q['mismatches']} |")
+        f"{r['itl_s']['p50'] * 1e3:.1f} | {r['e2e_s']['p50']:.2f} | {q['failed']} | {q['mismatches']} | {prof} |")
 PY
-echo "results: $stem.txt $stem.jsonl"
+echo "results: $stem.txt $stem.jsonl $stem.phases.jsonl"

@@ -83,17 +83,21 @@ GenerateReactor* GenerateReactor::Start(grpc::CallbackServerContext* ctx, const 
     std::lock_guard<std::mutex> l(r->link_->mu);
     r->link_->reactor = r;
   }
-  // Engine thread (from PushDelta / PushFinal, no channel lock held), once per arming.
-  r->handle_.channel->SetNotifier([link = r->link_] {
-    GenerateReactor* target = nullptr;
-    {
-      std::lock_guard<std::mutex> l(link->mu);
-      target = link->reactor;
-      if (target == nullptr) return;  // gRPC is done with the call
-      target->refs_.fetch_add(1);
-    }
-    target->Pump();
-    target->Unref();
+  // Engine thread (from PushDelta / PushFinal, no channel lock held), once per arming:
+  // hands the pump to the StreamPump thread.
+  r->handle_.channel->SetNotifier([link = r->link_, pump = deps.pump] {
+    auto pump_link = [link] {
+      GenerateReactor* target = nullptr;
+      {
+        std::lock_guard<std::mutex> l(link->mu);
+        target = link->reactor;
+        if (target == nullptr) return;  // gRPC is done with the call
+        target->refs_.fetch_add(1);
+      }
+      target->Pump();
+      target->Unref();
+    };
+    if (pump == nullptr || !pump->Post(pump_link)) pump_link();
   });
   r->Pump();
   return r;

@@ -1,7 +1,7 @@
 // GenerateReactor: one Generate call, from the request's bytes to the last message.
 //
 //   Start (gRPC thread): parse → ToEngineRequest → Engine::Submit ──error──▶ Finish(status)
-//        │ ok: channel notifier = Link (below); Pump()
+//        │ ok: channel notifier = post Pump via Link (below) to the StreamPump; Pump()
 //        ▼
 //   Pump (no write in flight; any thread): TryPop ── none: the channel arms the notifier
 //        │ delta / final
@@ -12,9 +12,11 @@
 //   OnDone ─▶ unlink, drop the call's reference; the last reference deletes the reactor.
 //
 // Lifetime: the engine thread calls the notifier, possibly after gRPC has called OnDone.
-// The notifier holds a shared Link; under its mutex it takes a reference on the reactor
-// (or finds it gone), then pumps without the link's lock held, so a reaction that gRPC
-// runs inline inside StartWrite or Finish cannot deadlock against it.
+// The notifier only posts a task to the StreamPump thread (server/stream_pump.h), so no
+// serialization or gRPC write runs on the engine thread. The task holds a shared Link;
+// under its mutex it takes a reference on the reactor (or finds it gone), then pumps
+// without the link's lock held, so a reaction that gRPC runs inline inside StartWrite or
+// Finish cannot deadlock against it.
 #pragma once
 
 #include <atomic>
@@ -28,6 +30,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine.h"
 #include "server/metrics.h"
+#include "server/stream_pump.h"
 
 namespace llmserve {
 
@@ -39,6 +42,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
     const Tokenizer* tokenizer;
     std::atomic<int64_t>* open_streams;  // incremented for the reactor's lifetime
     Metrics* metrics = nullptr;          // counts refusals at the door; may be null
+    // Runs the notifier's pumps off the engine thread; null: pump on the notifying thread.
+    std::shared_ptr<StreamPump> pump;
   };
 
   // Starts the call (see the diagram); `request_number` names a request without an id.

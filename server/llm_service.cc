@@ -16,9 +16,11 @@ namespace llmserve {
 LlmService::LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info, Metrics* metrics)
     : engine_(engine), tokenizer_(tokenizer), info_(std::move(info)), metrics_(metrics) {}
 
+LlmService::~LlmService() { pump_->Stop(); }
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* LlmService::Generate(grpc::CallbackServerContext* ctx,
                                                                  const grpc::ByteBuffer* request) {
-  GenerateReactor::Deps deps{&engine_, &tokenizer_, &open_streams_, metrics_};
+  GenerateReactor::Deps deps{&engine_, &tokenizer_, &open_streams_, metrics_, pump_};
   return GenerateReactor::Start(ctx, *request, deps, next_request_number_.fetch_add(1));
 }
 

@@ -2,7 +2,8 @@
 //
 //   Generate:  validate + tokenize (request_convert.h) → Engine::Submit → a write reactor
 //              that drains the request's RequestChannel with one write in flight:
-//              channel notifier → (no write in flight) TryPop → StartWrite(chunk/final)
+//              channel notifier (engine thread) → post to the StreamPump thread →
+//              (no write in flight) TryPop → StartWrite(chunk/final)
 //              OnWriteDone → TryPop again ... final written → Finish(OK, or for a
 //              stream cut short INTERNAL / DEADLINE_EXCEEDED / UNAVAILABLE: see the proto).
 //              OnCancel (client cancelled, went away, or its deadline passed) →
@@ -17,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/time/time.h"
@@ -26,6 +28,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine.h"
 #include "server/metrics.h"
+#include "server/stream_pump.h"
 
 namespace llmserve {
 
@@ -47,6 +50,7 @@ class LlmService final
           llmserve::v1::LlmService::WithRawCallbackMethod_Tokenize<llmserve::v1::LlmService::CallbackService>> {
  public:
   LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info, Metrics* metrics = nullptr);
+  ~LlmService() override;
 
   // Raw: the request is a serialized GenerateRequest, each response a GenerateResponse.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Generate(grpc::CallbackServerContext* ctx,
@@ -73,6 +77,9 @@ class LlmService final
   Metrics* const metrics_;
   std::atomic<int64_t> open_streams_{0};
   std::atomic<int64_t> next_request_number_{1};
+  // Writes the streams' messages (the engine thread only posts to it); stopped, after
+  // the last stream, by the destructor.
+  std::shared_ptr<StreamPump> pump_ = std::make_shared<StreamPump>();
 };
 
 }  // namespace llmserve
