@@ -3,8 +3,9 @@
 # of models x weight dtypes x step policies x concurrencies.
 #
 #   bench/run_serving_bench.sh [--models small,1b] [--dtypes bf16,f32] [--policies mixed,separate]
-#                              [--concurrency 1,8,16,32] [--requests 32] [--input-len 128]
-#                              [--output-len 128] [--threads 2] [--server-args "--kv-dtype bf16 ..."]
+#                              [--concurrency 1,8,16,32] [--requests 32] [--c1-requests 8] [--input-len 128]
+#                              [--output-len 128] [--prefill-len 512] [--threads 2]
+#                              [--server-args "--kv-dtype bf16 ..."]
 #   env: BUILD_DIR (default build), MODELS_DIR (default build/benchmodels),
 #        LLMSERVE_TEST_ASSETS (default ../shared)
 #
@@ -14,14 +15,17 @@
 # starts llmserve (--threads, free gRPC and metrics ports), waits for health SERVING, runs
 # a 2-request warm-up, then one closed-loop llmbench run per concurrency (random-token
 # prompts of --input-len, --output-len generated, EOS ignored, greedy), and stops the
-# server with SIGTERM. Around each run it snapshots the server's step-phase metrics
+# server with SIGTERM. Then, unless --prefill-len 0, a prefill run: 4 requests one at a
+# time of --prefill-len prompt tokens and 1 generated (prefill tok/s = prompt ÷ TTFT p50).
+# Around each run it snapshots the server's step-phase metrics
 # (bench/step_phases.py): where the engine's time went (schedule/forward/sample/emit/idle).
 # Results: bench/results/serving-<date>.txt (everything + a summary table), .jsonl (one
-# llmbench report per run, "label" = model/dtype/policy/cN) and .phases.jsonl.
+# llmbench report per run, "label" = model/dtype/policy/cN), .phases.jsonl and .ceilings.json
+# (the workload's ceilings from the roofline figures and issue 8's targets scaled to them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 models="small,1b"; dtypes="bf16,f32"; policies="mixed,separate"; conc="1,8,16,32"
-requests=32; in_len=128; out_len=128; threads=2; server_args=""
+requests=32; c1_requests=8; in_len=128; out_len=128; prefill_len=512; threads=2; server_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --models) models="$2"; shift 2 ;;
@@ -29,11 +33,13 @@ while [ $# -gt 0 ]; do
     --policies) policies="$2"; shift 2 ;;
     --concurrency) conc="$2"; shift 2 ;;
     --requests) requests="$2"; shift 2 ;;
+    --c1-requests) c1_requests="$2"; shift 2 ;;
     --input-len) in_len="$2"; shift 2 ;;
     --output-len) out_len="$2"; shift 2 ;;
+    --prefill-len) prefill_len="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --server-args) server_args="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -79,8 +85,8 @@ stem="bench/results/serving-$(date -u +%Y%m%dT%H%M%SZ)"
 : > "$stem.jsonl"; : > "$stem.phases.jsonl"
 exec > >(tee "$stem.txt") 2>&1  # everything below also goes to the results file
 echo "# $(date -u) $(uname -n) $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# workload: $requests requests, input $in_len, output $out_len, ignore EOS, greedy, closed loop; llmserve --threads $threads $server_args"
-echo "## roofline (start)"; "$work/roofline" --threads 2
+echo "# workload: $requests requests ($c1_requests at concurrency 1), input $in_len, output $out_len, ignore EOS, greedy, closed loop; llmserve --threads $threads $server_args"
+echo "## roofline (start)"; "$work/roofline" --threads 2 | tee "$work/roofline.jsonl"
 for m in ${models//,/ }; do
   for d in ${dtypes//,/ }; do
     for p in ${policies//,/ }; do
@@ -96,9 +102,10 @@ for m in ${models//,/ }; do
       "$build/bench/llmbench" --addr "$addr" --requests 2 --concurrency 1 --input-len "$in_len" --output-len 4 \
         --ignore-eos --progress off >/dev/null
       for c in ${conc//,/ }; do
-        echo "### $m $d $p concurrency $c"
+        n="$requests"; if [ "$c" = 1 ]; then n="$c1_requests"; fi  # batch 1: a few requests suffice
+        echo "### $m $d $p concurrency $c ($n requests)"
         bench/step_phases.py snap "$metrics" "$work/before.json"
-        "$build/bench/llmbench" --addr "$addr" --concurrency "$c" --requests "$requests" --input-len "$in_len" \
+        "$build/bench/llmbench" --addr "$addr" --concurrency "$c" --requests "$n" --input-len "$in_len" \
           --output-len "$out_len" --ignore-eos --progress lines --progress-interval 30 --allow-failures \
           --label "$m/$d/$p/c$c" --jsonl "$stem.jsonl"
         bench/step_phases.py snap "$metrics" "$work/after.json"
@@ -106,20 +113,38 @@ for m in ${models//,/ }; do
         bench/step_phases.py report "$work/before.json" "$work/after.json" "$wall" --label "$m/$d/$p/c$c" \
           --jsonl "$stem.phases.jsonl"
       done
+      if [ "$prefill_len" -gt 0 ]; then
+        echo "### $m $d $p prefill $prefill_len (4 requests, 1 token each)"
+        "$build/bench/llmbench" --addr "$addr" --concurrency 1 --requests 4 --input-len "$prefill_len" \
+          --output-len 1 --ignore-eos --progress off --allow-failures --label "$m/$d/$p/prefill$prefill_len" \
+          --jsonl "$stem.jsonl"
+      fi
       stop_server
     done
   done
 done
-echo "## roofline (end)"; "$work/roofline" --threads 2
+echo "## roofline (end)"; "$work/roofline" --threads 2 | tee -a "$work/roofline.jsonl"
+echo "## ceilings of this workload from the roofline figures (bench/roofline_model.py)"
+bench/roofline_model.py "$work/roofline.jsonl" --requests "$requests" --input-len "$in_len" --output-len "$out_len" \
+  --json "$stem.ceilings.json"
 echo "## summary (TTFT and e2e p50 over requests, ITL p50 over tokens)"
-/usr/bin/python3 - "$stem.jsonl" "$stem.phases.jsonl" <<'PY'
+/usr/bin/python3 - "$stem.jsonl" "$stem.phases.jsonl" "$stem.ceilings.json" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 phases = {r["label"]: r for r in (json.loads(line) for line in open(sys.argv[2]) if line.strip())}
+ceil = {(r["model"], r["dtype"], r["workload"]): r for r in json.load(open(sys.argv[3]))["rows"]}
+def vs_ceiling(m, d, w, value):
+  c = ceil.get((m, d, w))
+  if not c: return "| |"
+  t = f"{c['scaled_target']:.1f}" if c["scaled_target"] else ""
+  return f"{c['ceiling']:.1f} ({100 * value / c['ceiling']:.0f}%) | {t}"
 head = ("model", "dtype", "policy", "conc", "gen tok/s", "TTFT p50 (s)", "ITL p50 (ms)", "e2e p50 (s)", "failed",
-      "mismatches", "forward %", "engine idle %", "step ms", "tok/step")
+      "mismatches", "forward %", "engine idle %", "step ms", "tok/step", "ceiling tok/s (achieved %)",
+      "issue target scaled")
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
+prefill = [r for r in rows if r["label"].split("/")[3].startswith("prefill")]
+rows = [r for r in rows if r not in prefill]
 for r in rows:
   m, d, p, c = r["label"].split("/")
   q = r["requests"]
@@ -127,6 +152,18 @@ for r in rows:
   prof = (f"{100 * ph['forward_s'] / ph['wall_s']:.1f} | {100 * ph['idle_s'] / ph['wall_s']:.1f} | "
           f"{ph['mean_step_ms']:.1f} | {ph['tokens_per_step']:.1f}") if ph else "| | |"
   print(f"| {m} | {d} | {p} | {c[1:]} | {r['gen_tok_s']:.1f} | {r['ttft_s']['p50']:.3f} | "
-        f"{r['itl_s']['p50'] * 1e3:.1f} | {r['e2e_s']['p50']:.2f} | {q['failed']} | {q['mismatches']} | {prof} |")
+        f"{r['itl_s']['p50'] * 1e3:.1f} | {r['e2e_s']['p50']:.2f} | {q['failed']} | {q['mismatches']} | {prof} | "
+        f"{vs_ceiling(m, d, c, r['gen_tok_s'])} |")
+if prefill:
+  print()
+  print("| model | dtype | policy | prompt tokens | TTFT p50 (s) | prefill tok/s | failed | mismatches | "
+        "ceiling tok/s (achieved %) | issue target scaled |")
+  print("|---|---|---|---|---|---|---|---|---|---|")
+  for r in prefill:
+    m, d, p, c = r["label"].split("/")
+    n = int(c[len("prefill"):])
+    t = r["ttft_s"]["p50"]
+    print(f"| {m} | {d} | {p} | {n} | {t:.3f} | {n / t:.1f} | {r['requests']['failed']} | "
+          f"{r['requests']['mismatches']} | {vs_ceiling(m, d, c, n / t)} |")
 PY
-echo "results: $stem.txt $stem.jsonl $stem.phases.jsonl"
+echo "results: $stem.txt $stem.jsonl $stem.phases.jsonl $stem.ceilings.json"
