@@ -207,7 +207,7 @@ void Prefill(benchmark::State& state, DType dtype) {
 // f32 first, then bf16 (one packed model alive at a time).
 BENCHMARK_CAPTURE(Decode, f32, DType::kF32)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK_CAPTURE(Prefill, f32, DType::kF32)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
-BENCHMARK_CAPTURE(Decode, bf16, DType::kBF16)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK_CAPTURE(Decode, bf16, DType::kBF16)->Arg(1)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK_CAPTURE(Prefill, bf16, DType::kBF16)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 }  // namespace

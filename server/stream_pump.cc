@@ -4,7 +4,7 @@
 
 namespace llmserve {
 
-StreamPump::StreamPump() : thread_([this] { Run(); }) {}
+StreamPump::StreamPump(std::chrono::microseconds gather) : gather_(gather), thread_([this] { Run(); }) {}
 
 StreamPump::~StreamPump() { Stop(); }
 
@@ -44,6 +44,14 @@ void StreamPump::Run() {
       waiting_ = true;
       cv_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || stopping_; });
       waiting_ = false;
+      if (gather_ > std::chrono::microseconds::zero() && !stopping_) {
+        // Woken by the first post of an engine step: let the engine finish posting the
+        // step's other streams (no further wake-ups while waiting_ is false), then write
+        // them in one batch — one switch to this thread per step, not one per stream.
+        lock.unlock();
+        std::this_thread::sleep_for(gather_);
+        lock.lock();
+      }
       continue;
     }
     batch.swap(queue_);

@@ -59,6 +59,17 @@ TEST(StreamPumpTest, TasksMayPostMoreWork) {
   EXPECT_EQ(ran.load(), 10);
 }
 
+TEST(StreamPumpTest, WithoutGatherWindowRunsTasksToo) {
+  StreamPump pump(std::chrono::microseconds(0));
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(pump.Post([&] { ran.fetch_add(1); }));
+    if (i % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // let it sleep in between
+  }
+  pump.Stop();
+  EXPECT_EQ(ran.load(), 50);
+}
+
 TEST(StreamPumpTest, PostAfterStopIsRefusedAndStopIsIdempotent) {
   StreamPump pump;
   pump.Stop();
