@@ -5,7 +5,7 @@
 #   bench/run_serving_bench.sh [--models small,1b] [--dtypes bf16,f32] [--policies mixed,separate]
 #                              [--concurrency 1,8,16,32] [--requests 32] [--c1-requests 8] [--input-len 128]
 #                              [--output-len 128] [--prefill-len 512] [--threads 2]
-#                              [--server-args "--kv-dtype bf16 ..."]
+#                              [--server-args "--kv-dtype bf16 ..."] [--roofline-each]
 #   env: BUILD_DIR (default build), MODELS_DIR (default build/benchmodels),
 #        LLMSERVE_TEST_ASSETS (default ../shared)
 #
@@ -22,10 +22,12 @@
 # Results: bench/results/serving-<date>.txt (everything + a summary table), .jsonl (one
 # llmbench report per run, "label" = model/dtype/policy/cN), .phases.jsonl and .ceilings.json
 # (the workload's ceilings from the roofline figures and issue 8's targets scaled to them).
+# --roofline-each also runs roofline right before and after every llmbench run and scores
+# that run against its own bracket (the machine's bandwidth moves by 2x within minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 models="small,1b"; dtypes="bf16,f32"; policies="mixed,separate"; conc="1,8,16,32"
-requests=32; c1_requests=8; in_len=128; out_len=128; prefill_len=512; threads=2; server_args=""
+roofline_each=0; requests=32; c1_requests=8; in_len=128; out_len=128; prefill_len=512; threads=2; server_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --models) models="$2"; shift 2 ;;
@@ -39,7 +41,8 @@ while [ $# -gt 0 ]; do
     --prefill-len) prefill_len="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --server-args) server_args="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --roofline-each) roofline_each=1; shift ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -104,6 +107,7 @@ for m in ${models//,/ }; do
       for c in ${conc//,/ }; do
         n="$requests"; if [ "$c" = 1 ]; then n="$c1_requests"; fi  # batch 1: a few requests suffice
         echo "### $m $d $p concurrency $c ($n requests)"
+        if [ "$roofline_each" = 1 ]; then "$work/roofline" --threads 2 | tee "$work/bracket.jsonl"; fi
         bench/step_phases.py snap "$metrics" "$work/before.json"
         "$build/bench/llmbench" --addr "$addr" --concurrency "$c" --requests "$n" --input-len "$in_len" \
           --output-len "$out_len" --ignore-eos --progress lines --progress-interval 30 --allow-failures \
@@ -112,6 +116,13 @@ for m in ${models//,/ }; do
         wall="$(tail -1 "$stem.jsonl" | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["duration_s"])')"
         bench/step_phases.py report "$work/before.json" "$work/after.json" "$wall" --label "$m/$d/$p/c$c" \
           --jsonl "$stem.phases.jsonl"
+        if [ "$roofline_each" = 1 ]; then
+          "$work/roofline" --threads 2 | tee -a "$work/bracket.jsonl"
+          bench/roofline_model.py "$work/bracket.jsonl" --requests "$n" --input-len "$in_len" --output-len "$out_len" \
+            --json "$work/bracket.json" >/dev/null
+          /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["label"] = sys.argv[2]; print(json.dumps(d))' \
+            "$work/bracket.json" "$m/$d/$p/c$c" >> "$stem.brackets.jsonl"
+        fi
       done
       if [ "$prefill_len" -gt 0 ]; then
         echo "### $m $d $p prefill $prefill_len (4 requests, 1 token each)"
@@ -128,13 +139,18 @@ echo "## ceilings of this workload from the roofline figures (bench/roofline_mod
 bench/roofline_model.py "$work/roofline.jsonl" --requests "$requests" --input-len "$in_len" --output-len "$out_len" \
   --json "$stem.ceilings.json"
 echo "## summary (TTFT and e2e p50 over requests, ITL p50 over tokens)"
-/usr/bin/python3 - "$stem.jsonl" "$stem.phases.jsonl" "$stem.ceilings.json" <<'PY'
+brackets=(); if [ -s "$stem.brackets.jsonl" ]; then brackets=("$stem.brackets.jsonl"); fi
+/usr/bin/python3 - "$stem.jsonl" "$stem.phases.jsonl" "$stem.ceilings.json" "${brackets[@]}" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 phases = {r["label"]: r for r in (json.loads(line) for line in open(sys.argv[2]) if line.strip())}
 ceil = {(r["model"], r["dtype"], r["workload"]): r for r in json.load(open(sys.argv[3]))["rows"]}
-def vs_ceiling(m, d, w, value):
-  c = ceil.get((m, d, w))
+brackets = {}  # label -> that run's own ceilings (--roofline-each)
+for line in (open(sys.argv[4]) if len(sys.argv) > 4 else []):
+  b = json.loads(line)
+  brackets[b["label"]] = {(r["model"], r["dtype"], r["workload"]): r for r in b["rows"]}
+def vs_ceiling(m, d, p, w, value):
+  c = brackets.get(f"{m}/{d}/{p}/{w}", ceil).get((m, d, w))
   if not c: return "| |"
   t = f"{c['scaled_target']:.1f}" if c["scaled_target"] else ""
   return f"{c['ceiling']:.1f} ({100 * value / c['ceiling']:.0f}%) | {t}"
@@ -153,7 +169,7 @@ for r in rows:
           f"{ph['mean_step_ms']:.1f} | {ph['tokens_per_step']:.1f}") if ph else "| | |"
   print(f"| {m} | {d} | {p} | {c[1:]} | {r['gen_tok_s']:.1f} | {r['ttft_s']['p50']:.3f} | "
         f"{r['itl_s']['p50'] * 1e3:.1f} | {r['e2e_s']['p50']:.2f} | {q['failed']} | {q['mismatches']} | {prof} | "
-        f"{vs_ceiling(m, d, c, r['gen_tok_s'])} |")
+        f"{vs_ceiling(m, d, p, c, r['gen_tok_s'])} |")
 if prefill:
   print()
   print("| model | dtype | policy | prompt tokens | TTFT p50 (s) | prefill tok/s | failed | mismatches | "
@@ -164,6 +180,6 @@ if prefill:
     n = int(c[len("prefill"):])
     t = r["ttft_s"]["p50"]
     print(f"| {m} | {d} | {p} | {n} | {t:.3f} | {n / t:.1f} | {r['requests']['failed']} | "
-          f"{r['requests']['mismatches']} | {vs_ceiling(m, d, c, n / t)} |")
+          f"{r['requests']['mismatches']} | {vs_ceiling(m, d, p, c, n / t)} |")
 PY
 echo "results: $stem.txt $stem.jsonl $stem.phases.jsonl $stem.ceilings.json"
