@@ -21,6 +21,8 @@ namespace llmserve {
 namespace {
 
 using test_util::Bf16Bits;
+using test_util::CheckAgainstReference;
+using test_util::ComputeReference;
 using test_util::kU;
 using test_util::MakePacked;
 using test_util::Packed;
@@ -61,28 +63,8 @@ TEST_P(GemvTest, MatchesDoubleReference) {
           const std::string what = std::string(DTypeName(dtype)) + " " + std::to_string(out) + "x" +
                                    std::to_string(in) + (with_bias ? " bias" : "") + " M=" + std::to_string(m) +
                                    " threads=" + std::to_string(threads);
-          for (int64_t r = 0; r < m; ++r) {
-            for (int64_t n = 0; n < out; ++n) {
-              double acc = with_bias ? p.bias[n] : 0.0, mag = with_bias ? std::fabs(p.bias[n]) : 0.0;
-              double acc_exact = acc;
-              for (int64_t k = 0; k < in; ++k) {
-                const float xv = x[r * in + k];
-                const double prod = double(dtype == DType::kBF16 ? RoundToBf16(xv) : xv) * p.values[n * in + k];
-                acc += prod;
-                mag += std::fabs(prod);
-                acc_exact += double(xv) * p.values[n * in + k];
-              }
-              // Against the operands actually multiplied: only f32 accumulation error
-              // ((in + 2)·u of sum |x w| + |b|, any summation order).
-              ASSERT_NEAR(y[r * out + n], acc, (in + 2) * kU * mag + 1e-30) << what << " row " << r << " col " << n;
-              // Against the unrounded x: bf16 rounding of x adds at most 2^-9 per product.
-              const double tol = dtype == DType::kBF16 ? 1.0 / 256 : (in + 2) * kU;
-              ASSERT_NEAR(y[r * out + n], acc_exact, tol * mag + 1e-30) << what << " row " << r << " col " << n;
-            }
-          }
-          for (size_t i = static_cast<size_t>(m * out); i < y.size(); ++i) {
-            ASSERT_EQ(y[i], sentinel) << what << ": wrote past y";
-          }
+          ASSERT_NO_FATAL_FAILURE(
+              CheckAgainstReference(dtype, y, ComputeReference(dtype, p, x, m), m, out, in, sentinel, what));
         }
       }
     }
