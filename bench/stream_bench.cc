@@ -3,13 +3,15 @@
 // within the hour, so a kernel is compared with a plain read of the same bytes, measured
 // right before it in the same process, pass after pass.
 //
-//   stream_bench [--passes 8] [--threads 2] [--dtype bf16|f32]
+//   stream_bench [--passes 8] [--threads 2] [--dtype bf16|f32] [--compare-blocks STEPS]
 //
 // Weights: 88 matrices of 5632 x 2048 in the GEMV/small-GEMM panel layout (model/ops/gemv.h),
 // 2.0 GB in bf16 (the "1b" model's decode stream), in huge-page buffers as the model's.
 // Each pass times: a plain read (AVX-512 sum over the bytes, threads on contiguous halves);
 // the GEMV at M=1; the small-batch kernel at M=8 and M=16. Printed per pass: GB/s of each,
-// the kernel ÷ read ratios, and GFLOP/s at M=8 and 16; then the medians.
+// the kernel ÷ read ratios, and GFLOP/s at M=8 and 16; then the medians. --compare-blocks
+// also times the small-batch kernel with k blocks of STEPS panel rows in every pass (the
+// default is 256) and prints default ÷ that, per pass and as medians.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -69,6 +71,7 @@ float ReadAll(const llmserve::HugePageBuffer& buf) {
 
 int main(int argc, char** argv) {
   int passes = 8, threads = 2;
+  int64_t compare_blocks = 0;
   DType dtype = DType::kBF16;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
@@ -76,10 +79,12 @@ int main(int argc, char** argv) {
       passes = std::max(1, std::atoi(value.c_str()));
     } else if (flag == "--threads") {
       threads = std::max(1, std::atoi(value.c_str()));
+    } else if (flag == "--compare-blocks" && std::atoi(value.c_str()) > 0) {
+      compare_blocks = std::atoi(value.c_str());
     } else if (flag == "--dtype" && (value == "bf16" || value == "f32")) {
       dtype = value == "bf16" ? DType::kBF16 : DType::kF32;
     } else {
-      std::fprintf(stderr, "usage: stream_bench [--passes N] [--threads N] [--dtype bf16|f32]\n");
+      std::fprintf(stderr, "usage: stream_bench [--passes N] [--threads N] [--dtype bf16|f32] [--compare-blocks STEPS]\n");
       return 2;
     }
   }
@@ -118,7 +123,7 @@ int main(int argc, char** argv) {
       std::max(llmserve::SmallGemmScratchElements(ws[0], 16), llmserve::GemvScratchElements(ws[0], 4)));
   std::printf("stream_bench: %d threads, %s, %.2f GB of weights\n", threads, dtype == DType::kBF16 ? "bf16" : "f32", gb);
   std::printf("pass | read GB/s | M=1 GB/s (÷read) | M=8 GB/s (÷read), GFLOP/s | M=16 GB/s, GFLOP/s\n");
-  std::vector<double> read, m1, m8, m16, r1, r8;
+  std::vector<double> read, m1, m8, m16, r1, r8, alt8, alt16;
   volatile float sink = 0;
   for (int p = 0; p < passes; ++p) {
     const double t0 = Now();
@@ -131,6 +136,17 @@ int main(int argc, char** argv) {
     const double t3 = Now();
     for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 16, y.data(), scratch.data());
     const double t4 = Now();
+    if (compare_blocks > 0) {
+      llmserve::SetSmallGemmBlockStepsOverride(compare_blocks);
+      const double a0 = Now();
+      for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 8, y.data(), scratch.data());
+      const double a1 = Now();
+      for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 16, y.data(), scratch.data());
+      const double a2 = Now();
+      llmserve::SetSmallGemmBlockStepsOverride(0);
+      alt8.push_back((a1 - a0) / (t3 - t2));  // default's speed ÷ the compared block size's
+      alt16.push_back((a2 - a1) / (t4 - t3));
+    }
     sink = sink + s + y[0];
     read.push_back(gb / (t1 - t0));
     m1.push_back(gb / (t2 - t1));
@@ -141,10 +157,18 @@ int main(int argc, char** argv) {
     std::printf("%4d | %9.1f | %8.1f (%.2f)    | %8.1f (%.2f), %.0f     | %9.1f, %.0f\n", p, read.back(), m1.back(),
                 r1.back(), m8.back(), r8.back(), 8 * flops_per_row / (t3 - t2), m16.back(),
                 16 * flops_per_row / (t4 - t3));
+    if (compare_blocks > 0) {
+      std::printf("     | default ÷ %ld-step blocks: M=8 %.3f, M=16 %.3f\n", static_cast<long>(compare_blocks),
+                  alt8.back(), alt16.back());
+    }
   }
   std::printf("median | read %.1f GB/s | M=1 %.1f GB/s, %.2f of read | M=8 %.1f GB/s, %.2f of read, %.0f GFLOP/s | "
               "M=16 %.0f GFLOP/s\n",
               Median(read), Median(m1), Median(r1), Median(m8), Median(r8), Median(m8) / gb * 8 * flops_per_row,
               Median(m16) / gb * 16 * flops_per_row);
+  if (compare_blocks > 0) {
+    std::printf("median | default ÷ %ld-step blocks: M=8 %.3f, M=16 %.3f\n", static_cast<long>(compare_blocks),
+                Median(alt8), Median(alt16));
+  }
   return 0;
 }

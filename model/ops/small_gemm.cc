@@ -1,7 +1,7 @@
 // Small-batch GEMM kernels (design in small_gemm.h, layout in gemv.h).
 //
-// Per thread: panels p0..p1 in order; each panel in k blocks of 64 or 256 "steps" (16 or
-// 64 KiB; a step is one 256-byte row of the panel: one k for f32, one k pair for bf16). For each
+// Per thread: panels p0..p1 in order; each panel in k blocks of 256 "steps" (64 KiB; a
+// step is one 256-byte row of the panel: one k for f32, one k pair for bf16). For each
 // block, the M rows run in tiles of <= kTileRows rows; a tile loads its accumulators
 // (zero on the first block, else the partial sums parked in y), walks the block's steps
 // (4 zmm weight loads + per row one broadcast of x and 4 FMA / vdpbf16ps), and parks or
@@ -26,13 +26,14 @@ namespace {
 
 // Rows per register tile: kTileRows × 4 accumulators + 4 weight vectors fit in 32 zmm.
 constexpr int kTileRows = 6;
-// Steps (256-byte panel rows) per k block, by batch: 16 KiB for up to 8 rows, 64 KiB
-// above. Measured with bench/stream_bench against the former 32 KiB for every M (5
-// alternations, 19:45 UTC): the 8-row kernel read at 0.90–0.92 of a plain read against
-// 0.84–0.90, the 16-row kernel ran at 403–414 GFLOP/s against 392–400, better in every pair.
-constexpr int64_t kBlockStepsFewRows = 64;
-constexpr int64_t kBlockStepsManyRows = 256;
-constexpr int64_t kFewRows = 8;
+// Steps (256-byte panel rows) per k block: 64 KiB for every M. Measured at 8 rows against
+// 16 KiB blocks (2026-11-29 20:30-20:50 UTC; bench/stream_bench --compare-blocks 64 and
+// alternating passes in one process): 10-14% faster whenever the read bandwidth was high
+// (52-60 GB/s: the kernel is then compute-bound, and every block costs each tile a load,
+// store and restart of its accumulators), 1-4% slower when it was low (31-36 GB/s: memory-
+// bound, where the shorter prefetch distance of small blocks helps a little). L3-resident:
+// 406-432 GFLOP/s against 380-390.
+constexpr int64_t kDefaultBlockSteps = 256;
 // Bytes of one step of a panel.
 constexpr int64_t kRowBytes = 256;
 // Below this many weight bytes one thread does the whole product (fork/join costs more).
@@ -42,6 +43,7 @@ constexpr int64_t kXAlign = 32;
 
 std::atomic<bool> small_gemm_enabled{true};
 std::atomic<int64_t> dispatch_override{-1};
+std::atomic<int64_t> block_steps_override{0};
 
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
@@ -170,7 +172,8 @@ void RunPanels(const GemvWeights& w, const void* x, int64_t xs, int64_t m, int64
   const size_t xsize = bf16 ? sizeof(uint16_t) : sizeof(float);
   const int64_t panel_bytes = w.in_padded * kGemvPanel * static_cast<int64_t>(DTypeSize(w.dtype));
   const auto* base = static_cast<const unsigned char*>(w.data);
-  const int64_t block_steps = m <= kFewRows ? kBlockStepsFewRows : kBlockStepsManyRows;
+  const int64_t forced_steps = block_steps_override.load(std::memory_order_relaxed);
+  const int64_t block_steps = forced_steps > 0 ? forced_steps : kDefaultBlockSteps;
   // Balanced tiles: as few as kTileRows allows, sizes differing by at most one.
   const int64_t tiles = (m + kTileRows - 1) / kTileRows;
   for (int64_t p = p0; p < p1; ++p) {
@@ -239,6 +242,10 @@ void SmallGemm(const GemvWeights& w, const float* x, int64_t m, float* y, uint16
     const int64_t nt = omp_get_num_threads();
     RunPanels(w, xv, xs, m, panels * t / nt, panels * (t + 1) / nt, panels, y);
   }
+}
+
+void SetSmallGemmBlockStepsOverride(int64_t steps) {
+  block_steps_override.store(steps, std::memory_order_relaxed);
 }
 
 void SetSmallGemmDispatchOverride(int64_t rows) { dispatch_override.store(rows, std::memory_order_relaxed); }

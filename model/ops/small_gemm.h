@@ -43,6 +43,10 @@ int64_t SmallGemmDispatchMaxRows(DType dtype);
 // defaults again). Thread-safe.
 void SetSmallGemmDispatchOverride(int64_t rows);
 
+// Bench hook: k blocks of `steps` 256-byte panel rows instead of the default (<= 0: the
+// default again). Thread-safe; results are the same for every block size.
+void SetSmallGemmBlockStepsOverride(int64_t steps);
+
 // Process-wide switch: when off, Linear sends M > kGemvMaxRows to oneDNN (A/B tests and
 // benches). Default on. Thread-safe.
 void SetSmallGemmEnabled(bool enabled);

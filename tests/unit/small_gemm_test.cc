@@ -51,7 +51,7 @@ INSTANTIATE_TEST_SUITE_P(DTypes, SmallGemmTest, ::testing::Values(DType::kF32, D
 TEST_P(SmallGemmTest, MatchesDoubleReference) {
   const DType dtype = GetParam();
   // (out, in): tiny, odd in, out not a multiple of 64, exact panels, several k blocks
-  // (64 steps up to 8 rows, 256 above; a step is 1 k for f32, 2 k for bf16), and > 64 KiB
+  // (256 steps; a step is 1 k for f32, 2 k for bf16), and > 64 KiB
   // of weights (parallel path, uneven panel counts per thread).
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},    {3, 5},    {50, 33},    {172, 64},
                                                            {130, 17}, {70, 600}, {1000, 300}, {200, 2049}};
@@ -83,26 +83,32 @@ TEST_P(SmallGemmTest, MatchesDoubleReference) {
 TEST_P(SmallGemmTest, RowsMatchTheGemvBitForBit) {
   // Each output accumulates in k order in f32 (partial sums parked in y between k blocks
   // are exact), so every row of an M-row call equals the GEMV's one-row result exactly:
-  // tiling, M and threads do not change any result.
+  // tiling, M, threads and the k block size do not change any result.
   const DType dtype = GetParam();
   const int64_t out = 300, in = 1001;
   Packed p = MakePacked(dtype, out, in, true, 3);
   const std::vector<float> x = RandomFloats(static_cast<size_t>(kSmallGemmMaxRows * in), 4);
   std::vector<float> y1(static_cast<size_t>(out));
   std::vector<uint16_t> scratch(SmallGemmScratchElements(p.w, kSmallGemmMaxRows) + GemvScratchElements(p.w, 1));
-  for (int threads : {1, 2}) {
-    omp_set_num_threads(threads);
-    for (int64_t m : {5, 8, 13, 16, 32}) {
-      std::vector<float> y(static_cast<size_t>(m * out));
-      SmallGemm(p.w, x.data(), m, y.data(), scratch.data());
-      for (int64_t r = 0; r < m; ++r) {
-        Gemv(p.w, x.data() + r * in, 1, y1.data(), scratch.data());
-        for (int64_t n = 0; n < out; ++n) {
-          ASSERT_EQ(y[r * out + n], y1[n]) << "M=" << m << " row " << r << " col " << n << " threads " << threads;
+  // Block sizes: the default (0), one that leaves a short last block, one above the panel.
+  for (int64_t block_steps : {0, 7, 2048}) {
+    SetSmallGemmBlockStepsOverride(block_steps);
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      for (int64_t m : {5, 8, 13, 16, 32}) {
+        std::vector<float> y(static_cast<size_t>(m * out));
+        SmallGemm(p.w, x.data(), m, y.data(), scratch.data());
+        for (int64_t r = 0; r < m; ++r) {
+          Gemv(p.w, x.data() + r * in, 1, y1.data(), scratch.data());
+          for (int64_t n = 0; n < out; ++n) {
+            ASSERT_EQ(y[r * out + n], y1[n]) << "M=" << m << " row " << r << " col " << n << " threads " << threads
+                                             << " block steps " << block_steps;
+          }
         }
       }
     }
   }
+  SetSmallGemmBlockStepsOverride(0);
 }
 
 TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
