@@ -3,7 +3,8 @@
 //
 //   attention_bench [--threads=N] [google-benchmark flags]
 //
-// Cases: decode of 16 sequences at context 512, decode of 1 sequence at context 2048,
+// Cases: decode of 16 sequences at context 512, of 8 at context 192 (the middle of a
+// 128 + 128-token request, as in the serving benchmark), of 1 sequence at context 2048,
 // and a 512-token prefill (one chunk, causal). "hot" repeats one layer, whose K/V then
 // sit in the caches (16 MiB f32 for 16 × 512); "cold" walks the 22 layers in turn, so
 // the K/V come from DRAM as in a real step. Counters:
@@ -128,6 +129,9 @@ void Register() {
     for (bool cold : {false, true}) {
       const std::string temp = cold ? "cold" : "hot";
       benchmark::RegisterBenchmark(("decode_16x512/" + dt + "/" + temp).c_str(), Attention, dtype, 16, 1, 511, cold)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("decode_8x192/" + dt + "/" + temp).c_str(), Attention, dtype, 8, 1, 191, cold)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark(("decode_1x2048/" + dt + "/" + temp).c_str(), Attention, dtype, 1, 1, 2047, cold)

@@ -2,6 +2,7 @@
 #include "model/ops/paged_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -30,7 +31,7 @@ T* Grow(std::vector<T>& v, size_t n) {
 
 // One pass over the sequence's tokens; every query that sees a token updates its online
 // softmax (running max m, sum l, accumulator acc) with it.
-void RunTaskScalar(const Args& a, const Task& t) {
+void RunTaskScalar(const Args& a, const Task& t, const Task* /*successor*/) {
   const KvCacheConfig& c = a.cache->config();
   const AttentionSeq& s = a.seqs[t.seq];
   const int64_t hd = c.head_dim, bs = c.block_size, g = a.group;
@@ -134,12 +135,22 @@ void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::spa
             [](int32_t x, int32_t y) { return cost[x] != cost[y] ? cost[x] > cost[y] : x < y; });
 
   const bool avx512 = impl == Impl::kAvx512 || (impl == Impl::kAuto && simd::UseAvx512());
-  void (*run)(const Args&, const Task&) = avx512 ? RunTaskAvx512 : RunTaskScalar;
+  void (*run)(const Args&, const Task&, const Task*) = avx512 ? RunTaskAvx512 : RunTaskScalar;
   const Task* list = tasks.data();
   const int32_t* ord = order.data();
   const int64_t n = static_cast<int64_t>(tasks.size());
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
-  for (int64_t i = 0; i < n; ++i) run(a, list[ord[i]]);
+  // Dynamic schedule, each thread claiming its next task when it starts the current one,
+  // so that the kernel knows its successor and can prefetch that task's first tile.
+  std::atomic<int64_t> next{0};
+#pragma omp parallel if (n > 1)
+  {
+    int64_t cur = next.fetch_add(1, std::memory_order_relaxed);
+    while (cur < n) {
+      const int64_t after = next.fetch_add(1, std::memory_order_relaxed);
+      run(a, list[ord[cur]], after < n ? &list[ord[after]] : nullptr);
+      cur = after;
+    }
+  }
 }
 
 }  // namespace attention

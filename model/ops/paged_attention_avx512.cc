@@ -254,7 +254,7 @@ template <bool B>
 constexpr const AccumulateFn* const* kAccumulate[2] = {kAccTable<B, false>, kAccTable<B, true>};
 
 template <bool kBf16>
-void RunTask(const Args& a, const Task& t) {
+void RunTask(const Args& a, const Task& t, const Task* successor) {
   const KvCache& cache = *a.cache;
   const KvCacheConfig& c = cache.config();
   const AttentionSeq& s = a.seqs[t.seq];
@@ -286,12 +286,20 @@ void RunTask(const Args& a, const Task& t) {
   }
 
   Tile tiles[2];
+  Tile successor_first;  // the successor task's first tile: prefetched during the last tile
   BuildTile(cache, a.layer, t.kv_head, s.block_table.data(), vrow, 0, n_tok, tiles[0]);
   for (int64_t i = 0; tiles[i % 2].n > 0; ++i) {
     const Tile& tile = tiles[i % 2];
     Tile& next = tiles[(i + 1) % 2];
     BuildTile(cache, a.layer, t.kv_head, s.block_table.data(), vrow, tile.start + tile.n, n_tok, next);
-    const bool pf = next.n > 0;  // the first query block's passes prefetch the next tile
+    const Tile* ahead = &next;
+    if (next.n == 0 && successor != nullptr) {
+      const AttentionSeq& ss = a.seqs[successor->seq];
+      BuildTile(cache, a.layer, successor->kv_head, ss.block_table.data(), vrow, 0,
+                int64_t{ss.context} - ss.rows + successor->row_end, successor_first);
+      ahead = &successor_first;
+    }
+    const bool pf = ahead->n > 0;  // the first query block's passes prefetch the tile ahead
     const int64_t t0 = tile.start, tile_n = tile.n;
     const TokenVec* tv = tile.tv;
     const int ntv = tile.ntv;
@@ -300,7 +308,8 @@ void RunTask(const Args& a, const Task& t) {
 
     for (int64_t b0 = q_first; b0 < nq; b0 += kQBlock) {
       const int64_t qb = Min(kQBlock, nq - b0);
-      kScores<kBf16>[pf && b0 == q_first][qb - 1][ntv - 1](qs + b0 * hdp, hdp, hd, tv, kstep, p + b0 * kTile, next.tv);
+      kScores<kBf16>[pf && b0 == q_first][qb - 1][ntv - 1](qs + b0 * hdp, hdp, hd, tv, kstep, p + b0 * kTile,
+                                                             ahead->tv);
     }
 
     for (int64_t qi = q_first; qi < nq; ++qi) {
@@ -336,7 +345,7 @@ void RunTask(const Args& a, const Task& t) {
       for (int64_t d0 = 0; d0 < hd; d0 += kDBlock * kVec) {
         const int64_t dv = Min(kDBlock, (hd - d0 + kVec - 1) / kVec);
         kAccumulate<kBf16>[pf && b0 == q_first][qb - 1][dv - 1](acc + b0 * hdp, hdp, corr + b0, p + b0 * kTile,
-                                                                tile.vrows, limit, d0, hd, next.vrows);
+                                                                tile.vrows, limit, d0, hd, ahead->vrows);
       }
     }
   }
@@ -355,11 +364,11 @@ void RunTask(const Args& a, const Task& t) {
 
 #pragma GCC pop_options
 
-void RunTaskAvx512(const Args& a, const Task& t) {
+void RunTaskAvx512(const Args& a, const Task& t, const Task* successor) {
   if (a.cache->config().dtype == DType::kBF16) {
-    RunTask<true>(a, t);
+    RunTask<true>(a, t, successor);
   } else {
-    RunTask<false>(a, t);
+    RunTask<false>(a, t, successor);
   }
 }
 

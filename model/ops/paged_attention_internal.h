@@ -37,10 +37,13 @@ struct Task {
 // prefill chunks are split (bounded scratch, more parallelism), decode rows never are.
 constexpr int64_t kQueriesPerTask = 64;
 
-// Runs one task with plain C++ (any CPU).
-void RunTaskScalar(const Args& args, const Task& task);
-// Runs one task with AVX-512 F/BW/VL; call only when CpuHasAvx512().
-void RunTaskAvx512(const Args& args, const Task& task);
+// Runs one task with plain C++ (any CPU). `successor` (the task this thread runs next, or
+// null) is a hint the scalar kernel ignores.
+void RunTaskScalar(const Args& args, const Task& task, const Task* successor);
+// Runs one task with AVX-512 F/BW/VL; call only when CpuHasAvx512(). While its last tile
+// computes it prefetches the first tile of `successor` (the task this thread runs next, or
+// null), so that a task's first keys and values do not arrive as demand misses.
+void RunTaskAvx512(const Args& args, const Task& task, const Task* successor);
 
 enum class Impl { kAuto, kScalar, kAvx512 };
 
