@@ -60,6 +60,8 @@ absl::Status SchedulerConfig::Validate() const {
     return Bad("step_policy", "mixed or separate", static_cast<int64_t>(step_policy));
   }
   if (max_decode_stall < 1) return Bad("max_decode_stall", ">= 1", max_decode_stall);
+  if (prefill_spread_steps < 0) return Bad("prefill_spread_steps", ">= 0", prefill_spread_steps);
+  if (mixed_step_tokens < 1) return Bad("mixed_step_tokens", ">= 1", mixed_step_tokens);
   return absl::OkStatus();
 }
 

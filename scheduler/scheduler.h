@@ -12,10 +12,23 @@
 //      fits, the newest running sequence is preempted as in 1 — possibly itself), then
 //      sequences are admitted from the head of the waiting queue (FIFO; preempted ones
 //      are at the head) — each a chunk of up to
-//      max_prefill_chunk tokens — while the step's token budget (max_batched_tokens),
-//      max_running and free blocks allow. Admission never preempts: when the next
-//      waiting sequence's chunk does not get its blocks, admission stops (FIFO, no
-//      overtaking); a step that preempted admits nothing.
+//      max_prefill_chunk tokens — while the step's prefill budget (below), max_running
+//      and free blocks allow. Admission never preempts: when the next waiting
+//      sequence's chunk does not get its blocks, admission stops (FIFO, no overtaking);
+//      a step that preempted admits nothing.
+//   The prefill budget is max_batched_tokens minus the step's D decode tokens, unless
+//   prefill spreading is on (prefill_spread_steps H > 0; off by default, see
+//   docs/PERFORMANCE.md for when it pays):
+//     - D > 0: max(mixed_step_tokens − D, ceil(P / H)) tokens (at least 1, at most the
+//       rest of max_batched_tokens), P = prompt tokens not yet computed, running and
+//       waiting. A step turns compute-bound at about mixed_step_tokens rows on a CPU
+//       (below, it costs a whole read of the weights whatever its rows), so prefill is
+//       spread over the decode steps to fill each one up to that, and sped up only
+//       when more than H steps' worth is pending.
+//     - D = 0: max_batched_tokens, but for the first prefill item only. A lone prompt
+//       prefills at full speed; a burst is started one sequence per step, so the
+//       burst's sequences do not prefill, decode and finish in lockstep (which would
+//       leave every later step decode-only until the whole burst ends).
 // Policy kSeparate: a step is either decode-only or prefill-only. A prefill step is
 // taken whenever prefill work exists, unless running sequences have already waited
 // max_decode_stall steps for a decode step; otherwise (or when no prefill work can be
@@ -34,6 +47,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -63,6 +77,10 @@ struct SchedulerConfig {
   StepPolicy step_policy = StepPolicy::kMixed;
   int32_t max_decode_stall = 4;      // kSeparate: at most this many prefill steps in a row
                                      // while sequences wait to decode, >= 1
+  int32_t prefill_spread_steps = 0;  // kMixed: spread pending prefill over this many decode
+                                     // steps (see above); 0 = off (budget max_batched_tokens)
+  int32_t mixed_step_tokens = 16;    // kMixed with spreading: fill decode steps with prefill
+                                     // up to this many tokens (>= 1; max_batched_tokens caps it)
 
   // INVALID_ARGUMENT naming the first bad field.
   absl::Status Validate() const;
@@ -132,7 +150,10 @@ class Scheduler {
   // (implementation-defined helpers, scheduler_plan.cc)
   // Policy kMixed / kSeparate step bodies.
   void ScheduleDecodes(SchedulePlan& plan);
-  void SchedulePrefills(SchedulePlan& plan, absl::Time now);
+  // Prefill chunks and admissions: at most `budget` tokens and `max_items` items.
+  void SchedulePrefills(SchedulePlan& plan, absl::Time now, int32_t budget, int32_t max_items);
+  // kMixed: the step's prefill budget and item limit after its decodes (see above).
+  std::pair<int32_t, int32_t> MixedPrefillLimits(const SchedulePlan& plan) const;
   // Preempts running_.back(), dropping its work from `plan`.
   void PreemptNewest(SchedulePlan& plan);
   SchedulerConfig config_;

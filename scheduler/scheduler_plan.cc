@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include "scheduler/scheduler.h"
@@ -45,7 +46,8 @@ SchedulePlan Scheduler::Schedule(absl::Time now) {
   SchedulePlan plan;
   if (config_.step_policy == StepPolicy::kMixed) {
     ScheduleDecodes(plan);
-    SchedulePrefills(plan, now);
+    const auto [budget, max_items] = MixedPrefillLimits(plan);
+    SchedulePrefills(plan, now, budget, max_items);
     return plan;
   }
   // kSeparate: a prefill step while prefill work exists, unless decodes have stalled
@@ -55,7 +57,9 @@ SchedulePlan Scheduler::Schedule(absl::Time now) {
   };
   const bool prefill_work = !waiting_.empty() ||
       std::any_of(running_.begin(), running_.end(), [](const auto& s) { return !DecodeReady(*s); });
-  if (prefill_work && !(decoders() && decode_stall_ >= config_.max_decode_stall)) SchedulePrefills(plan, now);
+  if (prefill_work && !(decoders() && decode_stall_ >= config_.max_decode_stall)) {
+    SchedulePrefills(plan, now, config_.max_batched_tokens, std::numeric_limits<int32_t>::max());
+  }
   if (!plan.empty()) {
     decode_stall_ = decoders() ? decode_stall_ + 1 : 0;
     return plan;
@@ -84,9 +88,32 @@ void Scheduler::ScheduleDecodes(SchedulePlan& plan) {
   }
 }
 
-void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now) {
+std::pair<int32_t, int32_t> Scheduler::MixedPrefillLimits(const SchedulePlan& plan) const {
+  const int32_t decode = plan.num_decode_tokens;
+  const int32_t room = config_.max_batched_tokens - decode;
+  const int32_t h = config_.prefill_spread_steps;
+  if (h == 0) return {room, std::numeric_limits<int32_t>::max()};
+  if (decode == 0) return {room, 1};
+  int64_t pending = 0;
+  for (const auto& s : running_) {
+    if (!DecodeReady(*s)) pending += s->num_uncomputed();
+  }
+  for (const auto& s : waiting_) pending += s->num_uncomputed();
+  const int64_t spread = (pending + h - 1) / h;
+  const int64_t fill = static_cast<int64_t>(config_.mixed_step_tokens) - decode;
+  return {static_cast<int32_t>(std::clamp<int64_t>(std::max(fill, spread), 1, std::max(room, 1))),
+          std::numeric_limits<int32_t>::max()};
+}
+
+void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, int32_t prefill_budget, int32_t max_items) {
   const int32_t bs = config_.block_size;
-  auto budget = [&] { return config_.max_batched_tokens - plan.num_tokens(); };
+  int32_t items = 0;
+  // Tokens left: the prefill budget and the step's max_batched_tokens, and none once
+  // max_items prefill items are planned.
+  auto budget = [&] {
+    if (items >= max_items) return 0;
+    return std::min(prefill_budget - plan.num_prefill_tokens, config_.max_batched_tokens - plan.num_tokens());
+  };
   // Running sequences part-way through their (re)computation: next chunk, oldest first.
   // A chunk shrinks to the blocks that are free; with none, the newest running sequence
   // (maybe this one) is preempted, as for a decode.
@@ -106,6 +133,7 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now) {
     MustAllocate(pool_, BlocksNeeded(s, n, bs), s.block_table);
     plan.work.push_back(Work(s, ScheduledWork::Kind::kPrefill, n));
     plan.num_prefill_tokens += n;
+    ++items;
   }
   // Admission: FIFO from the head of the waiting queue; never preempts, never overtakes,
   // and is skipped in a step that had to preempt (the blocks are short already).
@@ -122,6 +150,7 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now) {
     if (s.times.first_scheduled == absl::InfinitePast()) s.times.first_scheduled = now;
     plan.work.push_back(Work(s, ScheduledWork::Kind::kPrefill, n));
     plan.num_prefill_tokens += n;
+    ++items;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }

@@ -43,6 +43,12 @@ ABSL_FLAG(int32_t, max_prefill_chunk, 0, "prompt tokens per sequence per step (0
 ABSL_FLAG(int32_t, max_waiting, 256, "queued requests beyond which Generate gets RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, step_policy, "mixed", "mixed (decode and prefill in one step) or separate");
 ABSL_FLAG(int32_t, max_decode_stall, 4, "separate policy: prefill steps in a row while decodes wait");
+ABSL_FLAG(int32_t, prefill_spread_steps, 0,
+          "mixed policy: spread pending prompt tokens over this many decode steps, filling each up to "
+          "--mixed-step-tokens (0 = off: every step takes up to --max-batched-tokens of prefill)");
+ABSL_FLAG(int32_t, mixed_step_tokens, 16,
+          "mixed policy with spreading: tokens a decode step is filled up to with prefill (about where a step "
+          "turns compute-bound)");
 ABSL_FLAG(int32_t, channel_capacity, 32, "output deltas queued per stream before they coalesce");
 ABSL_FLAG(int32_t, drain_delay, 0,
           "seconds after SIGTERM/SIGINT during which the server still serves, health NOT_SERVING (time for load "
@@ -61,7 +67,8 @@ const std::vector<std::string>& FlagOrder() {
       "#model", "model", "tokenizer", "model_name", "weight_dtype", "kv_dtype", "threads",
       "#network", "host", "port", "metrics_port", "metrics_prefix",
       "#engine", "kv_cache_bytes", "kv_blocks", "block_size", "max_running", "max_batched_tokens",
-      "max_prefill_chunk", "max_waiting", "step_policy", "max_decode_stall", "channel_capacity",
+      "max_prefill_chunk", "max_waiting", "step_policy", "max_decode_stall",
+      "prefill_spread_steps", "mixed_step_tokens", "channel_capacity",
       "#lifecycle", "drain_delay", "drain_timeout", "log_level"};
   return order;
 }
@@ -162,6 +169,8 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   }
   c.step_policy = *policy;
   c.max_decode_stall = absl::GetFlag(FLAGS_max_decode_stall);
+  c.prefill_spread_steps = absl::GetFlag(FLAGS_prefill_spread_steps);
+  c.mixed_step_tokens = absl::GetFlag(FLAGS_mixed_step_tokens);
   c.channel_capacity = absl::GetFlag(FLAGS_channel_capacity);
   c.drain_delay_seconds = absl::GetFlag(FLAGS_drain_delay);
   c.drain_timeout_seconds = absl::GetFlag(FLAGS_drain_timeout);

@@ -122,6 +122,8 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   sc.eos_id = model_config.eos_id >= 0 ? model_config.eos_id : out.tokenizer->eos_id();
   sc.step_policy = config.step_policy;
   sc.max_decode_stall = config.max_decode_stall;
+  sc.prefill_spread_steps = config.prefill_spread_steps;
+  sc.mixed_step_tokens = config.mixed_step_tokens;
   ec.channel_capacity = static_cast<size_t>(config.channel_capacity);
   auto engine = Engine::Create(ec, MakeTransformerEngineModel(*std::move(transformer), *std::move(cache), config.threads),
                                out.tokenizer.get(), observer);

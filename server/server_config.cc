@@ -58,6 +58,8 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError("--step-policy must be mixed or separate");
   }
   if (absl::Status s = InRange("max-decode-stall", max_decode_stall, 1, 1 << 20); !s.ok()) return s;
+  if (absl::Status s = InRange("prefill-spread-steps", prefill_spread_steps, 0, 1 << 20); !s.ok()) return s;
+  if (absl::Status s = InRange("mixed-step-tokens", mixed_step_tokens, 1, 1 << 24); !s.ok()) return s;
   if (absl::Status s = InRange("channel-capacity", channel_capacity, 1, 1 << 20); !s.ok()) return s;
   if (absl::Status s = InRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
   if (absl::Status s = InRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;

@@ -86,7 +86,9 @@ TEST(EngineTest, DeadlinesExpire) {
 }
 
 TEST(EngineTest, ForwardFailureFailsThatStepAndTheEngineGoesOn) {
-  Harness h(SmallConfig());
+  EngineConfig config = SmallConfig();
+  config.scheduler.prefill_spread_steps = 0;  // the plain budget: all three prefill in one step
+  Harness h(config);
   std::vector<RequestHandle> hs;
   for (int i = 0; i < 3; ++i) hs.push_back(MustSubmit(*h.engine, Greedy(Prompt(5, i), 8)));
   h.state->FailNext(1);

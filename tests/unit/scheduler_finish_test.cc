@@ -27,6 +27,7 @@ SchedulerConfig Cfg(int32_t bs = 4, int32_t blocks = 32, int32_t max_running = 4
   c.max_prefill_chunk = chunk;
   c.max_context = 256;
   c.eos_id = kEos;
+  c.prefill_spread_steps = 0;  // the plain budget: the plans below count on it
   return c;
 }
 

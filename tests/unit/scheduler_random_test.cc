@@ -46,6 +46,8 @@ SchedulerConfig RandomConfig(std::mt19937& rng) {
   c.eos_id = 2;
   c.step_policy = Uniform(rng, 0, 1) ? StepPolicy::kSeparate : StepPolicy::kMixed;
   c.max_decode_stall = Uniform(rng, 1, 4);
+  c.prefill_spread_steps = Uniform(rng, 0, 1) ? 0 : Uniform(rng, 1, 8);
+  c.mixed_step_tokens = Uniform(rng, 1, 24);
   return c;
 }
 

@@ -29,6 +29,14 @@ SchedulerConfig Cfg(int32_t bs, int32_t blocks, int32_t max_running, int32_t bud
   c.eos_id = 2;
   c.step_policy = policy;
   c.max_decode_stall = stall;
+  c.prefill_spread_steps = 0;  // the plain budget; spreading has its own tests
+  return c;
+}
+
+// Cfg with prefill spreading over `steps` steps, decode steps filled up to `target` tokens.
+SchedulerConfig Spread(SchedulerConfig c, int32_t steps, int32_t target) {
+  c.prefill_spread_steps = steps;
+  c.mixed_step_tokens = target;
   return c;
 }
 
@@ -58,6 +66,8 @@ TEST(SchedulerConfigTest, ValidateNamesTheBadField) {
       {"eos_id", [](SchedulerConfig& c) { c.eos_id = -2; }},
       {"step_policy", [](SchedulerConfig& c) { c.step_policy = static_cast<StepPolicy>(7); }},
       {"max_decode_stall", [](SchedulerConfig& c) { c.max_decode_stall = 0; }},
+      {"prefill_spread_steps", [](SchedulerConfig& c) { c.prefill_spread_steps = -1; }},
+      {"mixed_step_tokens", [](SchedulerConfig& c) { c.mixed_step_tokens = 0; }},
   };
   for (const Case& tc : cases) {
     SchedulerConfig c = Cfg(16, 8, 4, 64, 32);
@@ -234,6 +244,20 @@ const StepCase kStepCases[] = {
      {{1, 2, 6}, {2, 40, 1}},
      {"P1@0+2s P2@0+6", "P2@6+8", "P2@14+8", "D1@2", "P2@22+8", "P2@30+8", "D1@3", "P2@38+2s", "D1@4", "D1@5",
       "D1@6"}},
+    // Spreading (H = 4, target 6). A burst starts one sequence per step (nothing decodes
+    // in step 1); then each step's prefill is max(6 - decodes, ceil(pending / 4)):
+    // step 2: max(5, 16/4) = 5; step 3: max(5, ceil(11/4)) = 5 (3 finish 2, 2 admit 3);
+    // step 4: max(4, ceil(6/4)) = 4; step 5: max(5, 1) = 5, of which 3 needs 2.
+    {"spread_burst_starts_one_per_step",
+     Spread(Cfg(4, 64, 8, 64, 64), 4, 6),
+     {{1, 8, 4}, {2, 8, 3}, {3, 8, 2}},
+     {"P1@0+8s", "D1@8 P2@0+5", "D1@9 P2@5+3s P3@0+2", "D1@10 D2@8 P3@2+4", "D2@9 P3@6+2s", "D3@8"}},
+    // Much pending (H = 2, target 3): step 2 takes ceil(16/2) = 8, not 3 - 1; step 3
+    // ceil(8/2) = 4; with no decode left, step 4 is the plain budget for one sequence.
+    {"spread_speeds_up_when_much_is_pending",
+     Spread(Cfg(4, 64, 8, 16, 16), 2, 3),
+     {{1, 2, 3}, {2, 8, 1}, {3, 8, 1}},
+     {"P1@0+2s", "D1@2 P2@0+8s", "D1@3 P3@0+4", "P3@4+4s"}},
     {"separate_decodes_when_no_prefill_fits",
      Cfg(4, 16, 1, 8, 8, K::kSeparate, 4),
      {{1, 2, 3}, {2, 2, 1}},
