@@ -46,6 +46,8 @@ TEST(ServerConfigTest, InvalidSettingsNameTheFlag) {
       {"negative chunk", [](ServerConfig& c) { c.max_prefill_chunk = -1; }, "--max-prefill-chunk=-1"},
       {"zero max waiting", [](ServerConfig& c) { c.max_waiting = 0; }, "--max-waiting=0"},
       {"zero decode stall", [](ServerConfig& c) { c.max_decode_stall = 0; }, "--max-decode-stall=0"},
+      {"negative spread", [](ServerConfig& c) { c.prefill_spread_steps = -1; }, "--prefill-spread-steps=-1"},
+      {"zero mixed step", [](ServerConfig& c) { c.mixed_step_tokens = 0; }, "--mixed-step-tokens=0"},
       {"zero channel", [](ServerConfig& c) { c.channel_capacity = 0; }, "--channel-capacity=0"},
       {"negative drain", [](ServerConfig& c) { c.drain_timeout_seconds = -1; }, "--drain-timeout=-1"},
       {"f16 weights", [](ServerConfig& c) { c.weight_dtype = DType::kF16; }, "f16 is not supported"},
