@@ -97,6 +97,7 @@ void TransformerImpl::Reserve(int64_t n, int64_t logit_rows) {
     row_seq_.resize(static_cast<size_t>(n));
   }
   Grow(x_, n * dim);
+  Grow(rope_table_, n * 2 * static_cast<int64_t>(inv_freq_.size()));
   Grow(xn_, m * dim);
   Grow(qkv_, n * (q + 2 * kv));
   Grow(attn_, m * q);
@@ -142,9 +143,9 @@ void TransformerImpl::AttentionInput(int64_t l, const ForwardBatch& batch, KvCac
   w.qkv->Forward(xn_.data(), n, qkv_.data());
   Mark(Op::kQkv);
   if (c.position == PositionKind::kRope) {
-    ApplyRope(qkv_.data(), n, qkv_dim, c.num_heads, hd, c.rope_dim, positions_.data(), inv_freq_, c.rope_layout);
-    ApplyRope(qkv_.data() + q_dim, n, qkv_dim, c.num_kv_heads, hd, c.rope_dim, positions_.data(), inv_freq_,
-              c.rope_layout);
+    // The K heads follow the Q heads in each row: one pass rotates both.
+    ApplyRopeTable(qkv_.data(), n, qkv_dim, c.num_heads + c.num_kv_heads, hd, c.rope_dim, rope_table_.data(),
+                   static_cast<int64_t>(inv_freq_.size()), c.rope_layout);
     Mark(Op::kRope);
   }
   for (const ForwardBatch::Seq& s : batch.seqs) {
@@ -211,6 +212,7 @@ absl::Status TransformerImpl::Forward(const ForwardBatch& batch, KvCache& cache,
     att_seqs_.push_back(AttentionSeq{s.row_start, s.rows, s.cached + s.rows, s.block_table});
   }
   Embed(batch);
+  if (c.position == PositionKind::kRope) RopeTable(positions_.data(), n, inv_freq_, rope_table_.data());
   Mark(Op::kEmbed);
   const int64_t qkv_dim = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
   const int64_t last = c.num_layers - 1;

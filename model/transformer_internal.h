@@ -82,6 +82,7 @@ class TransformerImpl final : public Transformer {
 
   // Scratch, grown on demand (never shrunk).
   std::vector<int32_t> positions_;   // [N]
+  std::vector<float> rope_table_;    // [N, 2 · rope_dim/2] cos | sin of each row's angles
   std::vector<int32_t> row_seq_;     // [N] index of the row's sequence in the batch
   std::vector<float> x_;             // [N, dim] residual stream
   std::vector<float> xn_;            // [N, dim] normed input of a sub-block

@@ -36,4 +36,12 @@ std::vector<float> RopeInvFreq(const ModelConfig& config);
 void ApplyRope(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
                const int32_t* positions, const std::vector<float>& inv_freq, RopeLayout layout);
 
+// The same in two parts, so that a forward pass computes the angles' cosines and sines
+// once for all its layers. RopeTable fills `table` (rows × 2·inv_freq.size() floats) with,
+// for row r, cos then sin of positions[r] · inv_freq[i]; ApplyRopeTable rotates with it
+// exactly as ApplyRope does.
+void RopeTable(const int32_t* positions, int64_t rows, const std::vector<float>& inv_freq, float* table);
+void ApplyRopeTable(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
+                    const float* table, int64_t table_half, RopeLayout layout);
+
 }  // namespace llmserve

@@ -58,17 +58,31 @@ std::vector<float> RopeInvFreq(const ModelConfig& config) {
   return inv_freq;
 }
 
-void ApplyRope(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
-               const int32_t* positions, const std::vector<float>& inv_freq, RopeLayout layout) {
-  const int64_t half = std::min<int64_t>(rope_dim / 2, static_cast<int64_t>(inv_freq.size()));
+void RopeTable(const int32_t* positions, int64_t rows, const std::vector<float>& inv_freq, float* table) {
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
 #pragma omp parallel for schedule(static) if (rows >= kParallelRows)
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = x + r * row_stride;
+    float* t = table + r * 2 * half;
     const float pos = static_cast<float>(positions[r]);
     for (int64_t i = 0; i < half; ++i) {
       const float angle = pos * inv_freq[i];
-      const float fcr = cosf(angle);
-      const float fci = sinf(angle);
+      t[i] = cosf(angle);
+      t[half + i] = sinf(angle);
+    }
+  }
+}
+
+void ApplyRopeTable(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
+                    const float* table, int64_t table_half, RopeLayout layout) {
+  const int64_t half = std::min<int64_t>(rope_dim / 2, table_half);
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * row_stride;
+    const float* cos_r = table + r * 2 * table_half;
+    const float* sin_r = cos_r + table_half;
+    for (int64_t i = 0; i < half; ++i) {
+      const float fcr = cos_r[i];
+      const float fci = sin_r[i];
       // Interleaved: (2i, 2i+1), as run.c. Half: (i, i + rope_dim/2), as HF rotate_half.
       const int64_t a = layout == RopeLayout::kInterleaved ? 2 * i : i;
       const int64_t b = layout == RopeLayout::kInterleaved ? 2 * i + 1 : i + rope_dim / 2;
@@ -81,6 +95,15 @@ void ApplyRope(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_
       }
     }
   }
+}
+
+void ApplyRope(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
+               const int32_t* positions, const std::vector<float>& inv_freq, RopeLayout layout) {
+  thread_local std::vector<float> table;
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
+  if (table.size() < static_cast<size_t>(rows * 2 * half)) table.resize(static_cast<size_t>(rows * 2 * half));
+  RopeTable(positions, rows, inv_freq, table.data());
+  ApplyRopeTable(x, rows, row_stride, heads, head_dim, rope_dim, table.data(), half, layout);
 }
 
 }  // namespace llmserve
