@@ -36,7 +36,7 @@ using llmserve::DType;
 using llmserve::KvCache;
 using llmserve::KvCacheConfig;
 
-constexpr int64_t kLayers = 22, kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlock = 16;
+constexpr int64_t kLayers = 22, kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlock = 16, kPoolBlocks = 1024;
 int g_threads = 2;
 
 // A filled cache and a batch: `seqs` sequences of `rows` rows each after `cached` tokens.
@@ -58,7 +58,9 @@ std::unique_ptr<Problem> Make(DType dtype, int seqs, int rows, int cached) {
   c.head_dim = kHeadDim;
   c.block_size = kBlock;
   c.dtype = dtype;
-  c.num_blocks = seqs * blocks_per_seq;
+  // A pool like a server's (1024 blocks: 16 MiB per layer and K or V in f32, on huge
+  // pages like the server's), the batch's blocks drawn from all of it.
+  c.num_blocks = std::max<int64_t>(seqs * blocks_per_seq, kPoolBlocks);
   auto cache = KvCache::Create(c);
   if (!cache.ok()) return nullptr;
   p->cache = std::move(*cache);

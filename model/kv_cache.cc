@@ -26,9 +26,11 @@ constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 40;  // 1 TiB
 constexpr int64_t kMaxBlockSize = 1024;
 constexpr int64_t kMaxDim = int64_t{1} << 20;  // layers, heads, head_dim: each far below
 
-// Bytes of one head's run in one block, or nullopt if the geometry overflows.
+// Bytes of one head's run in one block, or nullopt if the geometry overflows. A bf16 run
+// holds an even number of token slots (V is stored in token pairs).
 std::optional<uint64_t> HeadBytes(const KvCacheConfig& c) {
-  auto n = CheckedMul(static_cast<uint64_t>(c.block_size), static_cast<uint64_t>(c.head_dim));
+  const int64_t slots = c.dtype == DType::kBF16 ? (c.block_size + 1) / 2 * 2 : c.block_size;
+  auto n = CheckedMul(static_cast<uint64_t>(slots), static_cast<uint64_t>(c.head_dim));
   if (!n) return std::nullopt;
   return CheckedMul(*n, DTypeSize(c.dtype));
 }
@@ -175,20 +177,24 @@ void KvCache::Write(int64_t layer, const float* k, const float* v, int64_t strid
       const float* ks = k + r * stride + h * hd;
       const float* vs = v + r * stride + h * hd;
       uint8_t* kd = K(layer, block, h);
-      uint8_t* vd = V(layer, block, h) + static_cast<size_t>(slot * hd) * DTypeSize(c.dtype);
       if (c.dtype == DType::kF32) {
         float* kf = reinterpret_cast<float*>(kd) + slot;
         for (int64_t d = 0; d < hd; ++d) kf[d * bs] = ks[d];
-        std::memcpy(vd, vs, static_cast<size_t>(hd) * sizeof(float));
+        std::memcpy(V(layer, block, h) + static_cast<size_t>(slot * hd) * sizeof(float), vs,
+                    static_cast<size_t>(hd) * sizeof(float));
       } else {
-        ToBF16(vs, hd, reinterpret_cast<uint16_t*>(vd));
         // A bf16 K row in natural order, read as 32-bit words, is the row's dim pairs.
+        // V goes to the low (even slot) or high (odd slot) half of its pair's words.
         uint32_t pairs[256];
         uint32_t* kw = reinterpret_cast<uint32_t*>(kd) + slot;
+        uint16_t* vh = reinterpret_cast<uint16_t*>(V(layer, block, h)) + (slot / 2) * hd * 2 + slot % 2;
         for (int64_t d0 = 0; d0 < hd; d0 += 512) {
           const int64_t n = std::min<int64_t>(512, hd - d0);
           ToBF16(ks + d0, n, reinterpret_cast<uint16_t*>(pairs));
           for (int64_t i = 0; i < n / 2; ++i) kw[(d0 / 2 + i) * bs] = pairs[i];
+          ToBF16(vs + d0, n, reinterpret_cast<uint16_t*>(pairs));
+          const uint16_t* vb = reinterpret_cast<const uint16_t*>(pairs);
+          for (int64_t i = 0; i < n; ++i) vh[(d0 + i) * 2] = vb[i];
         }
       }
     }
@@ -211,8 +217,16 @@ void KvCache::ReadK(int64_t layer, int64_t block, int64_t head, int64_t slot, fl
 
 void KvCache::ReadV(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const {
   const int64_t hd = config_.head_dim;
-  ConvertToF32(config_.dtype, V(layer, block, head) + static_cast<size_t>(slot * hd) * DTypeSize(config_.dtype),
-               static_cast<size_t>(hd), out);
+  const uint8_t* run = V(layer, block, head);
+  if (config_.dtype == DType::kF32) {
+    std::memcpy(out, run + static_cast<size_t>(slot * hd) * 4, static_cast<size_t>(hd) * 4);
+    return;
+  }
+  for (int64_t d = 0; d < hd; ++d) {
+    uint16_t b;
+    std::memcpy(&b, run + static_cast<size_t>(((slot / 2) * hd + d) * 2 + slot % 2) * 2, 2);
+    out[d] = BF16ToF32(b);
+  }
 }
 
 size_t KvCache::total_bytes() const {

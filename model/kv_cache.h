@@ -17,13 +17,16 @@
 //   V[layer] : same shape.
 //
 // Within a run (bs = block_size, D = head_dim, t = slot, d = dim):
-//   V run, f32 or bf16:  token-major  [bs][D]           element (t, d) at t*D + d
+//   V run, f32:          token-major  [bs][D]           element (t, d) at t*D + d
+//   V run, bf16:         token pairs  [bs/2][D][2]      element (t, d) at ((t/2)*D + d)*2 + t%2
 //   K run, f32:          dim-major    [D][bs]           element (t, d) at d*bs + t
 //   K run, bf16:         dim pairs    [D/2][bs][2]      element (t, d) at ((d/2)*bs + t)*2 + d%2
 // K is stored transposed so that 16 consecutive tokens of one dim (f32), or of one dim
 // pair (bf16: one 32-bit word per token), are one 64-byte vector: the kernel computes
 // 16 scores at a time with broadcast-query FMAs and never transposes K at read time.
-// (bf16 needs an even head_dim.)
+// A bf16 V word holds one dim of two consecutive tokens, so that with AVX512_BF16 one
+// vdpbf16ps adds both tokens' weighted values. (bf16 needs an even head_dim; a bf16 run
+// has an even number of slots, bs rounded up, the last unused when bs is odd.)
 //
 // Token at position p of a sequence with block table T lives in block T[p / block_size]
 // at slot p % block_size.

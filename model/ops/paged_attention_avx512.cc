@@ -10,7 +10,13 @@
 //   values  acc[q] = acc[q] · 2^(m_old - m) + Σ_t P[q][t] · V[t]
 //
 // Queries are (row, query head) pairs of the task; blocks of 4 queries share every K and
-// V load. A bf16 cache is widened to f32 on load (the arithmetic stays f32).
+// V load.
+//
+// A bf16 cache is read in 32-bit words: K words hold a token's dim pair, V words the same
+// dim of a token pair (the cache's layouts). Where the CPU has AVX512_BF16, the queries
+// and the probabilities are rounded to bf16 pairs too and each word takes one vdpbf16ps
+// (two products, f32 sums): half the arithmetic instructions of widening, as the bf16
+// matmuls do with their activations. Without it the words are widened to f32.
 #include <limits>
 #include <utility>
 #include <vector>
@@ -29,25 +35,37 @@ constexpr int kQBlock = 4;               // queries sharing each load
 constexpr int kDBlock = 4;               // value vectors per accumulation pass
 constexpr float kLog2e = 1.44269504088896341f;
 
-// Up to 16 consecutive tokens of one block.
+// Up to 16 consecutive tokens of one block (the first at an even slot).
 struct TokenVec {
   const uint8_t* k;  // word of the first token's dim 0 (f32) or dim pair 0 (bf16)
-  const uint8_t* v;  // the first token's V row
+  const uint8_t* v;  // the first token's V row (f32) or token pair row (bf16)
   int64_t start;     // position of the first token
   int64_t n;         // tokens, 1..16
 };
 
+// Arithmetic on a bf16 cache: widened to f32, or vdpbf16ps on bf16 pairs.
+enum class Bf16Math { kWiden, kDot };
+
 // Per-thread state, grown on demand and then reused: no allocation in steady state.
 struct Scratch {
   std::vector<float> q, acc, p, m, l, corr;
+  std::vector<uint32_t> qw, pw;
 };
 
-// Buffers of one task, sized for nq queries with rows of hdp floats.
+// Buffers of one task, sized for nq queries with rows of hdp floats. qw, pw: the bf16
+// pair words of the queries (hdp / 2 per query) and of a tile's probabilities (kPairRow
+// per query).
 struct Buffers {
   float *q, *acc, *p, *m, *l, *corr;
+  uint32_t *qw, *pw;
 };
 
-float* Grow(std::vector<float>& v, int64_t n) {
+// Pair words per query of a tile: one vector of 16 tokens converts to 8 words, and the
+// last vector's store may run 8 words past the tile's at most 32 pairs + 4 odd ones.
+constexpr int kPairRow = kTile / 2 + kTileVecs + 8;
+
+template <typename T>
+T* Grow(std::vector<T>& v, int64_t n) {
   if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
   return v.data();
 }
@@ -57,8 +75,9 @@ float* Grow(std::vector<float>& v, int64_t n) {
 // instantiated there).
 Buffers ThreadBuffers(int64_t nq, int64_t hdp) {
   thread_local Scratch sc;
-  return Buffers{Grow(sc.q, nq * hdp), Grow(sc.acc, nq * hdp), Grow(sc.p, nq * kTile),
-                 Grow(sc.m, nq),       Grow(sc.l, nq),         Grow(sc.corr, nq)};
+  return Buffers{Grow(sc.q, nq * hdp),      Grow(sc.acc, nq * hdp), Grow(sc.p, nq * kTile),
+                 Grow(sc.m, nq),            Grow(sc.l, nq),         Grow(sc.corr, nq),
+                 Grow(sc.qw, nq * hdp / 2), Grow(sc.pw, nq * kPairRow)};
 }
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -68,8 +87,12 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // Everything below is compiled for AVX-512 (lambdas included, which a target attribute
 // does not reach). Only internal functions live here, and no standard-library template
 // is used, so no inline function shared with other files can get AVX-512 code.
+//
+// The section targets AVX512_BF16 too, for the kDot instantiations; the other
+// instantiations use no BF16 intrinsic (the compiler emits BF16 instructions only for
+// those), so they run on any AVX-512 CPU.
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
 
 namespace {
 
@@ -111,34 +134,57 @@ inline void WidenPairs(__m512i w, __m512& even, __m512& odd) {
   odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
-// The tokens of one tile: up to 4 vectors, and each token's V row.
+// Most V rows of a tile: its tokens (f32), or its token pairs (bf16: a vector of n tokens
+// has (n + 1) / 2 pairs).
+constexpr int kTileRows = kTile / 2 + kTileVecs > kTile ? kTile / 2 + kTileVecs : kTile;
+
+// The tokens of one tile: up to 4 vectors, and the V rows: one per token (f32), or one
+// per token pair (bf16), in token order.
 struct Tile {
   TokenVec tv[kTileVecs];
-  const uint8_t* vrows[kTile];
-  int ntv = 0;
+  const uint8_t* vrows[kTileRows];
+  int16_t first[kTileRows];  // bf16: the pair's first token (index in the tile)
+  bool single[kTileRows];    // bf16: the pair's second token is not the tile's (odd vector)
+  int pair_base[kTileVecs];  // bf16: index of each vector's first pair
+  int ntv = 0, nrows = 0;
   int64_t start = 0, n = 0;  // tokens [start, start + n)
 };
 
-// The tile of tokens from t0 on (empty when t0 >= n_tok). Unused vectors and rows repeat
-// the last used one, so that prefetching from any of them is harmless.
+// The tile of tokens from t0 on (empty when t0 >= n_tok). vrow: bytes of a V row (a
+// token's, or a token pair's). Unused vectors and rows repeat the last used one, so that
+// prefetching from any of them is harmless.
+template <bool kBf16>
 void BuildTile(const KvCache& cache, int64_t layer, int64_t head, const int32_t* table, int64_t vrow, int64_t t0,
                int64_t n_tok, Tile& tile) {
   const int64_t bs = cache.config().block_size;
   tile.ntv = 0;
+  tile.nrows = 0;
   tile.start = t0;
   int64_t tt = t0;
   while (tile.ntv < kTileVecs && tt < n_tok) {
-    const int64_t block = table[tt / bs], off = tt % bs;
+    const int64_t block = table[tt / bs], off = tt % bs;  // off is a multiple of 16
     const int64_t n = Min(kVec, Min(bs - off, n_tok - tt));
-    TokenVec& v = tile.tv[tile.ntv++];
-    v = TokenVec{cache.K(layer, block, head) + off * 4, cache.V(layer, block, head) + off * vrow, tt, n};
-    for (int64_t i = 0; i < n; ++i) tile.vrows[tt - t0 + i] = v.v + i * vrow;
+    TokenVec& v = tile.tv[tile.ntv];
+    if constexpr (kBf16) {
+      v = TokenVec{cache.K(layer, block, head) + off * 4, cache.V(layer, block, head) + (off / 2) * vrow, tt, n};
+      tile.pair_base[tile.ntv] = tile.nrows;
+      for (int64_t i = 0; i < n; i += 2) {
+        tile.vrows[tile.nrows] = v.v + (i / 2) * vrow;
+        tile.first[tile.nrows] = static_cast<int16_t>(tt - t0 + i);
+        tile.single[tile.nrows] = i + 1 == n;
+        ++tile.nrows;
+      }
+    } else {
+      v = TokenVec{cache.K(layer, block, head) + off * 4, cache.V(layer, block, head) + off * vrow, tt, n};
+      for (int64_t i = 0; i < n; ++i) tile.vrows[tile.nrows++] = v.v + i * vrow;
+    }
+    ++tile.ntv;
     tt += n;
   }
   tile.n = tt - t0;
   if (tile.n == 0) return;
   for (int v = tile.ntv; v < kTileVecs; ++v) tile.tv[v] = tile.tv[tile.ntv - 1];
-  for (int64_t i = tile.n; i < kTile; ++i) tile.vrows[i] = tile.vrows[tile.n - 1];
+  for (int i = tile.nrows; i < kTileRows; ++i) tile.vrows[i] = tile.vrows[tile.nrows - 1];
 }
 
 // s[qb][j] = q[qb] · K[token j of the tile], for QB queries (rows of q, stride q_stride)
@@ -192,13 +238,44 @@ void Scores(const float* q, int64_t q_stride, int64_t hd, const TokenVec* tv, in
   });
 }
 
+// Scores of a bf16 cache by vdpbf16ps: qw holds each query's bf16 dim pairs (one word
+// each, rows of qw_stride words); otherwise as Scores.
+template <int QB, int TV, bool kPrefetch>
+void ScoresDot(const uint32_t* qw, int64_t qw_stride, int64_t hd, const TokenVec* tv, int64_t kstep, float* s,
+               const TokenVec* next) {
+  __m512 acc[QB][TV];
+  __mmask16 mask[TV];
+  const uint8_t* kp[TV];
+  Unroll<TV>([&](auto v) {
+    mask[v] = FirstLanes(tv[v].n);
+    kp[v] = tv[v].k;
+    Unroll<QB>([&](auto b) { acc[b][v] = _mm512_setzero_ps(); });
+  });
+  for (int64_t j = 0; j < hd / 2; ++j) {
+    __m512i k[TV];
+    Unroll<TV>([&](auto v) { k[v] = _mm512_maskz_loadu_epi32(mask[v], kp[v] + j * kstep); });
+    if constexpr (kPrefetch) {
+      Unroll<kTileVecs>(
+          [&](auto v) { _mm_prefetch(reinterpret_cast<const char*>(next[v].k + j * kstep), _MM_HINT_T0); });
+    }
+    Unroll<QB>([&](auto b) {
+      const __m512bh qj = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(qw[b * qw_stride + j])));
+      Unroll<TV>([&](auto v) { acc[b][v] = _mm512_dpbf16_ps(acc[b][v], reinterpret_cast<__m512bh>(k[v]), qj); });
+    });
+  }
+  Unroll<QB>([&](auto b) {
+    Unroll<TV>([&](auto v) { _mm512_mask_storeu_ps(s + b * kTile + (tv[v].start - tv[0].start), mask[v], acc[b][v]); });
+  });
+}
+
 // acc[qb][d0 .. d0+16·DV) = acc · corr[qb] + Σ_j p[qb][j] · V[j][d0 ..], over the tile's
 // first `limit` tokens (V rows at vrows[j]). acc rows are padded to whole vectors.
 // kPrefetch: also prefetch the same part of the next tile's rows (next_rows).
 template <int QB, int DV, bool kBf16, bool kPrefetch>
 void AccumulateV(float* acc, int64_t acc_stride, const float* corr, const float* p, const uint8_t* const* vrows,
                  int64_t limit, int64_t d0, int64_t hd, const uint8_t* const* next_rows) {
-  constexpr int64_t kElem = kBf16 ? 2 : 4;
+  static_assert(!kBf16, "a bf16 cache goes through AccumulatePairs");
+  constexpr int64_t kElem = 4;
   constexpr int kLines = (DV * kVec * static_cast<int>(kElem) + 63) / 64;
   __m512 a[QB][DV];
   __mmask16 dmask[DV];
@@ -214,14 +291,7 @@ void AccumulateV(float* acc, int64_t acc_stride, const float* corr, const float*
       Unroll<kLines>([&](auto i) { _mm_prefetch(nr + 64 * i, _MM_HINT_T0); });
     }
     __m512 x[DV];
-    Unroll<DV>([&](auto j) {
-      if constexpr (kBf16) {
-        const __m256i h = _mm256_maskz_loadu_epi16(dmask[j], row + j * kVec * 2);
-        x[j] = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-      } else {
-        x[j] = _mm512_maskz_loadu_ps(dmask[j], row + j * kVec * 4);
-      }
-    });
+    Unroll<DV>([&](auto j) { x[j] = _mm512_maskz_loadu_ps(dmask[j], row + j * kVec * 4); });
     Unroll<QB>([&](auto b) {
       const __m512 w = _mm512_set1_ps(p[b * kTile + t]);
       Unroll<DV>([&](auto j) { a[b][j] = _mm512_fmadd_ps(w, x[j], a[b][j]); });
@@ -231,30 +301,103 @@ void AccumulateV(float* acc, int64_t acc_stride, const float* corr, const float*
       [&](auto b) { Unroll<DV>([&](auto j) { _mm512_storeu_ps(acc + b * acc_stride + d0 + j * kVec, a[b][j]); }); });
 }
 
+// The same over a bf16 cache's token pair rows: rows [0, npairs) of the tile (vrows,
+// first, single as in Tile). A row's 32-bit words are dim d of its two tokens; a single
+// row's second token is not used (its half is cleared, whatever the slot holds).
+//   kWiden: p[qb][token] in f32, each word widened to two f32 products;
+//   kDot:   pw[qb][pair] the two tokens' probabilities as one bf16 pair word (pw rows of
+//           kPairRow words), one vdpbf16ps per word.
+template <int QB, int DV, Bf16Math kMath, bool kPrefetch>
+void AccumulatePairs(float* acc, int64_t acc_stride, const float* corr, const float* p, const uint32_t* pw,
+                     const Tile& tile, int64_t npairs, int64_t d0, int64_t hd, const uint8_t* const* next_rows) {
+  constexpr int kLines = (DV * kVec * 4 + 63) / 64;
+  __m512 a[QB][DV];
+  __mmask16 dmask[DV];
+  Unroll<DV>([&](auto j) { dmask[j] = FirstLanes(hd - d0 - j * kVec); });
+  Unroll<QB>([&](auto b) {
+    const __m512 c = _mm512_set1_ps(corr[b]);
+    Unroll<DV>([&](auto j) { a[b][j] = _mm512_mul_ps(_mm512_loadu_ps(acc + b * acc_stride + d0 + j * kVec), c); });
+  });
+  const __m512i low = _mm512_set1_epi32(0xffff);
+  for (int64_t i = 0; i < npairs; ++i) {
+    const uint8_t* row = tile.vrows[i] + d0 * 4;
+    if constexpr (kPrefetch) {
+      const char* nr = reinterpret_cast<const char*>(next_rows[i] + d0 * 4);
+      Unroll<kLines>([&](auto l) { _mm_prefetch(nr + 64 * l, _MM_HINT_T0); });
+    }
+    __m512i w[DV];
+    Unroll<DV>([&](auto j) { w[j] = _mm512_maskz_loadu_epi32(dmask[j], row + j * kVec * 4); });
+    const bool single = tile.single[i];
+    if (single) Unroll<DV>([&](auto j) { w[j] = _mm512_and_si512(w[j], low); });
+    if constexpr (kMath == Bf16Math::kDot) {
+      Unroll<QB>([&](auto b) {
+        const __m512bh pp = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(pw[b * kPairRow + i])));
+        Unroll<DV>([&](auto j) { a[b][j] = _mm512_dpbf16_ps(a[b][j], reinterpret_cast<__m512bh>(w[j]), pp); });
+      });
+    } else {
+      const int64_t t = tile.first[i];
+      __m512 x0[DV], x1[DV];
+      Unroll<DV>([&](auto j) { WidenPairs(w[j], x0[j], x1[j]); });
+      Unroll<QB>([&](auto b) {
+        const __m512 p0 = _mm512_set1_ps(p[b * kTile + t]);
+        Unroll<DV>([&](auto j) { a[b][j] = _mm512_fmadd_ps(p0, x0[j], a[b][j]); });
+        if (!single) {
+          const __m512 p1 = _mm512_set1_ps(p[b * kTile + t + 1]);
+          Unroll<DV>([&](auto j) { a[b][j] = _mm512_fmadd_ps(p1, x1[j], a[b][j]); });
+        }
+      });
+    }
+  }
+  Unroll<QB>(
+      [&](auto b) { Unroll<DV>([&](auto j) { _mm512_storeu_ps(acc + b * acc_stride + d0 + j * kVec, a[b][j]); }); });
+}
+
 using ScoresFn = void (*)(const float*, int64_t, int64_t, const TokenVec*, int64_t, float*, const TokenVec*);
+using ScoresDotFn = void (*)(const uint32_t*, int64_t, int64_t, const TokenVec*, int64_t, float*, const TokenVec*);
 using AccumulateFn = void (*)(float*, int64_t, const float*, const float*, const uint8_t* const*, int64_t, int64_t,
                               int64_t, const uint8_t* const*);
+using PairsFn = void (*)(float*, int64_t, const float*, const float*, const uint32_t*, const Tile&, int64_t, int64_t,
+                         int64_t, const uint8_t* const*);
 
-// Kernel tables indexed [prefetch][QB - 1][TV - 1] and [prefetch][QB - 1][DV - 1].
-template <bool B, bool P, int QB>
-constexpr ScoresFn kScoresRow[kTileVecs] = {Scores<QB, 1, B, P>, Scores<QB, 2, B, P>, Scores<QB, 3, B, P>,
-                                            Scores<QB, 4, B, P>};
-template <bool B, bool P>
-constexpr const ScoresFn* kScoresTable[kQBlock] = {kScoresRow<B, P, 1>, kScoresRow<B, P, 2>, kScoresRow<B, P, 3>,
-                                                   kScoresRow<B, P, 4>};
-template <bool B>
-constexpr const ScoresFn* const* kScores[2] = {kScoresTable<B, false>, kScoresTable<B, true>};
-template <bool B, bool P, int QB>
-constexpr AccumulateFn kAccRow[kDBlock] = {AccumulateV<QB, 1, B, P>, AccumulateV<QB, 2, B, P>, AccumulateV<QB, 3, B, P>,
-                                           AccumulateV<QB, 4, B, P>};
-template <bool B, bool P>
-constexpr const AccumulateFn* kAccTable[kQBlock] = {kAccRow<B, P, 1>, kAccRow<B, P, 2>, kAccRow<B, P, 3>,
-                                                    kAccRow<B, P, 4>};
-template <bool B>
-constexpr const AccumulateFn* const* kAccumulate[2] = {kAccTable<B, false>, kAccTable<B, true>};
-
+// The kernels, as templates over (query block, vectors, prefetch) for the tables below.
 template <bool kBf16>
+struct ScoresK {
+  using Fn = ScoresFn;
+  template <int QB, int N, bool P>
+  static constexpr Fn fn = Scores<QB, N, kBf16, P>;
+};
+struct ScoresDotK {
+  using Fn = ScoresDotFn;
+  template <int QB, int N, bool P>
+  static constexpr Fn fn = ScoresDot<QB, N, P>;
+};
+struct AccumulateK {
+  using Fn = AccumulateFn;
+  template <int QB, int N, bool P>
+  static constexpr Fn fn = AccumulateV<QB, N, false, P>;
+};
+template <Bf16Math kMath>
+struct PairsK {
+  using Fn = PairsFn;
+  template <int QB, int N, bool P>
+  static constexpr Fn fn = AccumulatePairs<QB, N, kMath, P>;
+};
+
+// Kernel tables indexed [prefetch][QB - 1][N - 1] (N: token vectors of a tile, or value
+// vectors of a pass; both at most 4).
+static_assert(kTileVecs == 4 && kDBlock == 4 && kQBlock == 4);
+template <typename K, bool P, int QB>
+constexpr typename K::Fn kRow[4] = {K::template fn<QB, 1, P>, K::template fn<QB, 2, P>, K::template fn<QB, 3, P>,
+                                    K::template fn<QB, 4, P>};
+template <typename K, bool P>
+constexpr const typename K::Fn* kTable[4] = {kRow<K, P, 1>, kRow<K, P, 2>, kRow<K, P, 3>, kRow<K, P, 4>};
+template <typename K>
+constexpr const typename K::Fn* const* kKernel[2] = {kTable<K, false>, kTable<K, true>};
+
+// kBf16: the cache's dtype; kMath: how a bf16 cache is computed with (ignored for f32).
+template <bool kBf16, Bf16Math kMath>
 void RunTask(const Args& a, const Task& t, const Task* successor) {
+  constexpr bool kDot = kBf16 && kMath == Bf16Math::kDot;
   const KvCache& cache = *a.cache;
   const KvCacheConfig& c = cache.config();
   const AttentionSeq& s = a.seqs[t.seq];
@@ -265,20 +408,26 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
   const int64_t nq = int64_t{t.row_end - t.row_begin} * g;
   const int64_t n_tok = pos0 + t.row_end;  // tokens the task's last row sees
   const int64_t kstep = bs * 4;            // bytes between K dims / dim pairs
-  const int64_t vrow = hd * (kBf16 ? 2 : 4);
+  const int64_t vrow = hd * 4;             // bytes of a V row: an f32 token's, a bf16 token pair's
 
   const Buffers buf = ThreadBuffers(nq, hdp);
   float *qs = buf.q, *acc = buf.acc, *p = buf.p, *m = buf.m, *l = buf.l, *corr = buf.corr;
+  uint32_t *qw = buf.qw, *pw = buf.pw;
 
   // Queries qi = row * g + j (row-major, so positions never decrease with qi), pre-scaled
-  // into base-2 logits.
+  // into base-2 logits (kDot: as bf16 dim pairs).
   const __m512 qscale = _mm512_set1_ps(a.scale * kLog2e);
   for (int64_t qi = 0; qi < nq; ++qi) {
     const int64_t row = s.row_start + t.row_begin + qi / g, head = t.kv_head * g + qi % g;
     const float* src = a.q + row * a.q_stride + head * hd;
     for (int64_t d = 0; d < hdp; d += kVec) {
-      const __m512 x = _mm512_maskz_loadu_ps(FirstLanes(hd - d), src + d);
-      _mm512_storeu_ps(qs + qi * hdp + d, _mm512_mul_ps(x, qscale));
+      const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(FirstLanes(hd - d), src + d), qscale);
+      if constexpr (kDot) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qw + (qi * hdp + d) / 2),
+                            reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x)));
+      } else {
+        _mm512_storeu_ps(qs + qi * hdp + d, x);
+      }
       _mm512_storeu_ps(acc + qi * hdp + d, _mm512_setzero_ps());
     }
     m[qi] = -kInf;
@@ -287,16 +436,16 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
 
   Tile tiles[2];
   Tile successor_first;  // the successor task's first tile: prefetched during the last tile
-  BuildTile(cache, a.layer, t.kv_head, s.block_table.data(), vrow, 0, n_tok, tiles[0]);
+  BuildTile<kBf16>(cache, a.layer, t.kv_head, s.block_table.data(), vrow, 0, n_tok, tiles[0]);
   for (int64_t i = 0; tiles[i % 2].n > 0; ++i) {
     const Tile& tile = tiles[i % 2];
     Tile& next = tiles[(i + 1) % 2];
-    BuildTile(cache, a.layer, t.kv_head, s.block_table.data(), vrow, tile.start + tile.n, n_tok, next);
+    BuildTile<kBf16>(cache, a.layer, t.kv_head, s.block_table.data(), vrow, tile.start + tile.n, n_tok, next);
     const Tile* ahead = &next;
     if (next.n == 0 && successor != nullptr) {
       const AttentionSeq& ss = a.seqs[successor->seq];
-      BuildTile(cache, a.layer, successor->kv_head, ss.block_table.data(), vrow, 0,
-                int64_t{ss.context} - ss.rows + successor->row_end, successor_first);
+      BuildTile<kBf16>(cache, a.layer, successor->kv_head, ss.block_table.data(), vrow, 0,
+                       int64_t{ss.context} - ss.rows + successor->row_end, successor_first);
       ahead = &successor_first;
     }
     const bool pf = ahead->n > 0;  // the first query block's passes prefetch the tile ahead
@@ -308,8 +457,13 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
 
     for (int64_t b0 = q_first; b0 < nq; b0 += kQBlock) {
       const int64_t qb = Min(kQBlock, nq - b0);
-      kScores<kBf16>[pf && b0 == q_first][qb - 1][ntv - 1](qs + b0 * hdp, hdp, hd, tv, kstep, p + b0 * kTile,
-                                                             ahead->tv);
+      const bool pfb = pf && b0 == q_first;
+      if constexpr (kDot) {
+        kKernel<ScoresDotK>[pfb][qb - 1][ntv - 1](qw + b0 * hdp / 2, hdp / 2, hd, tv, kstep, p + b0 * kTile,
+                                                   ahead->tv);
+      } else {
+        kKernel<ScoresK<kBf16>>[pfb][qb - 1][ntv - 1](qs + b0 * hdp, hdp, hd, tv, kstep, p + b0 * kTile, ahead->tv);
+      }
     }
 
     for (int64_t qi = q_first; qi < nq; ++qi) {
@@ -336,16 +490,39 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
       corr[qi] = __builtin_exp2f(m[qi] - m_new);  // 0 on the first tile (m = -inf)
       l[qi] = l[qi] * corr[qi] + _mm512_reduce_add_ps(sum);
       m[qi] = m_new;
+      if constexpr (kDot) {
+        // Each token vector's probabilities as bf16 pair words (a vector starts at an
+        // even slot; lanes past its tokens are 0, so an odd vector's last word has a zero
+        // second half). Vectors in order: a store's spill past the vector's pairs is
+        // overwritten by the next one.
+        uint32_t* wr = pw + qi * kPairRow;
+        for (int v = 0; v < ntv; ++v) {
+          const int64_t j0 = tv[v].start - t0;
+          const __m512 x = _mm512_maskz_loadu_ps(FirstLanes(tv[v].n), pr + j0);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(wr + tile.pair_base[v]),
+                              reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x)));
+        }
+      }
     }
 
     for (int64_t b0 = q_first; b0 < nq; b0 += kQBlock) {
       const int64_t qb = Min(kQBlock, nq - b0);
+      const bool pfb = pf && b0 == q_first;
       // The block's last query has the highest position: it bounds the tokens used.
       const int64_t limit = Min(tile_n, first_pos + (b0 + qb - 1) / g - t0 + 1);
+      int64_t npairs = 0;  // bf16: the pairs whose first token is below the limit
+      if constexpr (kBf16) {
+        while (npairs < tile.nrows && tile.first[npairs] < limit) ++npairs;
+      }
       for (int64_t d0 = 0; d0 < hd; d0 += kDBlock * kVec) {
         const int64_t dv = Min(kDBlock, (hd - d0 + kVec - 1) / kVec);
-        kAccumulate<kBf16>[pf && b0 == q_first][qb - 1][dv - 1](acc + b0 * hdp, hdp, corr + b0, p + b0 * kTile,
-                                                                tile.vrows, limit, d0, hd, ahead->vrows);
+        if constexpr (kBf16) {
+          kKernel<PairsK<kMath>>[pfb][qb - 1][dv - 1](acc + b0 * hdp, hdp, corr + b0, p + b0 * kTile,
+                                                        pw + b0 * kPairRow, tile, npairs, d0, hd, ahead->vrows);
+        } else {
+          kKernel<AccumulateK>[pfb][qb - 1][dv - 1](acc + b0 * hdp, hdp, corr + b0, p + b0 * kTile, tile.vrows, limit,
+                                                    d0, hd, ahead->vrows);
+        }
       }
     }
   }
@@ -365,10 +542,12 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
 #pragma GCC pop_options
 
 void RunTaskAvx512(const Args& a, const Task& t, const Task* successor) {
-  if (a.cache->config().dtype == DType::kBF16) {
-    RunTask<true>(a, t, successor);
+  if (a.cache->config().dtype != DType::kBF16) {
+    RunTask<false, Bf16Math::kWiden>(a, t, successor);
+  } else if (simd::UseAvx512Bf16()) {
+    RunTask<true, Bf16Math::kDot>(a, t, successor);
   } else {
-    RunTask<false>(a, t, successor);
+    RunTask<true, Bf16Math::kWiden>(a, t, successor);
   }
 }
 

@@ -156,6 +156,17 @@ TEST(KvCacheTest, RunsAreAlignedAndDisjoint) {
   EXPECT_NE(kv.K(0, 0, 0), kv.V(0, 0, 0));
 }
 
+// A bf16 run holds an even number of slots (V in token pairs): block size 7 takes 8.
+TEST(KvCacheTest, Bf16RunsOfOddBlocksHoldWholePairs) {
+  auto cache = KvCache::Create(Geometry(1, 2, 8, 7, DType::kBF16, 3));
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  const size_t run = 8 * 8 * 2;
+  EXPECT_EQ((*cache)->V(0, 0, 1), (*cache)->V(0, 0, 0) + run);
+  EXPECT_EQ((*cache)->V(0, 1, 0), (*cache)->V(0, 0, 0) + 2 * run);
+  EXPECT_EQ((*cache)->total_bytes(), 2 * 3 * 2 * run);
+  EXPECT_EQ(Geometry(1, 2, 8, 7, DType::kF32, 3).BytesPerBlock(), 2 * 2 * 7 * 8 * 4u);
+}
+
 struct RoundTripCase {
   DType dtype;
   int64_t head_dim;
@@ -236,7 +247,7 @@ TEST_P(KvCacheRoundTripTest, WriteThenRead) {
           } else {
             uint16_t x, y;
             std::memcpy(&x, kr + (((d / 2) * bs + slot) * 2 + d % 2) * 2, 2);
-            std::memcpy(&y, vr + (slot * hd + d) * 2, 2);
+            std::memcpy(&y, vr + (((slot / 2) * hd + d) * 2 + slot % 2) * 2, 2);
             ASSERT_EQ(x, F32ToBF16(k[d]));
             ASSERT_EQ(y, F32ToBF16(v[d]));
           }
@@ -292,7 +303,7 @@ TEST(KvCacheTest, Bf16WriteMatchesScalarConversionBitForBit) {
   for (int64_t d = 0; d < hd; ++d) {
     uint16_t k, v;
     std::memcpy(&k, (*cache)->K(0, 0, 0) + (((d / 2) * 4 + pos) * 2 + d % 2) * 2, 2);
-    std::memcpy(&v, (*cache)->V(0, 0, 0) + (pos * hd + d) * 2, 2);
+    std::memcpy(&v, (*cache)->V(0, 0, 0) + (((pos / 2) * hd + d) * 2 + pos % 2) * 2, 2);
     EXPECT_EQ(k, F32ToBF16(row[d])) << d;
     EXPECT_EQ(v, F32ToBF16(row[hd + d])) << d;
   }
