@@ -32,7 +32,7 @@ ABSL_FLAG(std::string, metrics_prefix, "llmserve_",
           "metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. vllm: for vLLM dashboards)");
 ABSL_FLAG(int32_t, threads, 0, "compute threads (0 = all cores)");
 ABSL_FLAG(std::string, weight_dtype, "auto", "f32 or bf16; auto = bf16 on CPUs with avx512_bf16, else f32");
-ABSL_FLAG(std::string, kv_dtype, "f32", "KV cache element type: f32 or bf16");
+ABSL_FLAG(std::string, kv_dtype, "auto", "KV cache element type: f32 or bf16; auto = the weight dtype");
 ABSL_FLAG(std::string, kv_cache_bytes, "2G",
           "KV cache budget (K/M/G/T suffixes), capped to max-running full contexts");
 ABSL_FLAG(int32_t, kv_blocks, 0, "exact number of KV blocks (overrides --kv-cache-bytes; 0 = from the budget)");
@@ -150,9 +150,9 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   auto weight = llmserve::ParseComputeDType("weight-dtype", absl::GetFlag(FLAGS_weight_dtype), /*allow_auto=*/true);
   if (!weight.ok()) return weight.status();
   c.weight_dtype = *weight;
-  auto kv = llmserve::ParseComputeDType("kv-dtype", absl::GetFlag(FLAGS_kv_dtype), /*allow_auto=*/false);
+  auto kv = llmserve::ParseComputeDType("kv-dtype", absl::GetFlag(FLAGS_kv_dtype), /*allow_auto=*/true);
   if (!kv.ok()) return kv.status();
-  c.kv_dtype = **kv;
+  c.kv_dtype = *kv;
   auto bytes = llmserve::ParseByteSize("kv-cache-bytes", absl::GetFlag(FLAGS_kv_cache_bytes));
   if (!bytes.ok()) return bytes.status();
   c.kv_cache_bytes = *bytes;

@@ -93,7 +93,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
 
   RuntimeConfig runtime;
   runtime.weight_dtype = config.EffectiveWeightDType();
-  runtime.kv_dtype = config.kv_dtype;
+  runtime.kv_dtype = config.EffectiveKvDType();
   runtime.threads = config.threads;
   if (absl::Status s = runtime.Validate(); !s.ok()) return s;
   auto transformer = Transformer::Create(*loaded->weights, runtime);
@@ -101,7 +101,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
 
   auto num_blocks = ChooseKvBlocks(config, model_config);
   if (!num_blocks.ok()) return num_blocks.status();
-  KvCacheConfig kv = KvCacheConfig::ForModel(model_config, config.block_size, config.kv_dtype);
+  KvCacheConfig kv = KvCacheConfig::ForModel(model_config, config.block_size, config.EffectiveKvDType());
   kv.num_blocks = *num_blocks;
   auto cache = KvCache::Create(kv);
   if (!cache.ok()) return Prefixed(cache.status(), "cannot allocate the KV cache");
@@ -135,7 +135,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   info.config = model_config;
   info.num_parameters = CountParameters(*loaded->weights);
   info.weight_dtype = runtime.weight_dtype;
-  info.kv_dtype = config.kv_dtype;
+  info.kv_dtype = config.EffectiveKvDType();
   info.version = kLlmserveVersion;
   info.start_time = absl::Now();
 
@@ -148,7 +148,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
       info.model_name, model_config.format, ArchitectureName(model_config.arch), ParamsString(info.num_parameters),
       model_config.num_layers, model_config.hidden_size, model_config.num_heads, model_config.num_kv_heads,
       model_config.vocab_size, model_config.context_length, DTypeName(runtime.weight_dtype),
-      DTypeName(config.kv_dtype),
+      DTypeName(config.EffectiveKvDType()),
       config.threads > 0 ? absl::StrCat(config.threads) : absl::StrCat("all (", cores, ")"), *num_blocks,
       config.block_size, capacity, static_cast<double>(kv.BytesPerBlock()) * *num_blocks / (1 << 20),
       sc.max_running, sc.max_batched_tokens, sc.max_prefill_chunk, sc.max_waiting, StepPolicyName(sc.step_policy));

@@ -63,7 +63,7 @@ absl::Status ServerConfig::Validate() const {
   if (absl::Status s = InRange("channel-capacity", channel_capacity, 1, 1 << 20); !s.ok()) return s;
   if (absl::Status s = InRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
   if (absl::Status s = InRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;
-  for (DType t : {EffectiveWeightDType(), kv_dtype}) {
+  for (DType t : {EffectiveWeightDType(), EffectiveKvDType()}) {
     if (t != DType::kF32 && t != DType::kBF16) {
       return absl::InvalidArgumentError(absl::StrCat("dtype ", DTypeName(t), " is not supported: use f32 or bf16"));
     }
@@ -96,6 +96,8 @@ std::string ServerConfig::MetricsAddress() const {
 }
 
 DType ServerConfig::EffectiveWeightDType() const { return weight_dtype.value_or(DefaultWeightDType()); }
+
+DType ServerConfig::EffectiveKvDType() const { return kv_dtype.value_or(EffectiveWeightDType()); }
 
 absl::StatusOr<std::optional<DType>> ParseComputeDType(const std::string& flag, const std::string& value,
                                                        bool allow_auto) {
@@ -131,7 +133,7 @@ absl::StatusOr<int64_t> ParseByteSize(const std::string& flag, const std::string
 
 absl::StatusOr<int32_t> ChooseKvBlocks(const ServerConfig& config, const ModelConfig& model) {
   if (config.kv_blocks > 0) return config.kv_blocks;
-  KvCacheConfig kv = KvCacheConfig::ForModel(model, config.block_size, config.kv_dtype);
+  KvCacheConfig kv = KvCacheConfig::ForModel(model, config.block_size, config.EffectiveKvDType());
   const size_t per_block = kv.BytesPerBlock();
   if (per_block == 0) return absl::InvalidArgumentError("the model's KV geometry is invalid");
   const int64_t blocks_per_seq = (model.context_length + config.block_size - 1) / config.block_size;

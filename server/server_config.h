@@ -29,7 +29,7 @@ struct ServerConfig {
   // Runtime.
   int32_t threads = 0;             // compute threads, 0 = all cores
   std::optional<DType> weight_dtype;  // f32 or bf16; unset = bf16 with avx512_bf16, else f32
-  DType kv_dtype = DType::kF32;    // f32 or bf16
+  std::optional<DType> kv_dtype;   // f32 or bf16; unset = the weight dtype in effect
 
   // KV cache and scheduler.
   int64_t kv_cache_bytes = int64_t{2} << 30;  // KV budget; capped to max_running full contexts
@@ -59,12 +59,15 @@ struct ServerConfig {
   std::string MetricsAddress() const;
   // The weight dtype in effect (resolves the default).
   DType EffectiveWeightDType() const;
+  // The KV cache dtype in effect: the weights' by default (as vLLM's "auto": bf16 weights
+  // get a bf16 cache, half the bytes per token and the bf16 attention kernel).
+  DType EffectiveKvDType() const;
 };
 
 // A Prometheus metric name prefix: non-empty, [a-zA-Z_:][a-zA-Z0-9_:]*.
 bool ValidMetricsPrefix(const std::string& prefix);
 
-// "f32" / "bf16" (or "auto" -> nullopt for the weight dtype); INVALID_ARGUMENT naming `flag`.
+// "f32" / "bf16" (or "auto" -> nullopt: the default); INVALID_ARGUMENT naming `flag`.
 absl::StatusOr<std::optional<DType>> ParseComputeDType(const std::string& flag, const std::string& value,
                                                        bool allow_auto);
 

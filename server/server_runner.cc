@@ -127,7 +127,7 @@ void Drain(const ServerConfig& config, GrpcListener& listener, grpc::Server& ser
 MetricsConfigInfo ConfigInfo(const ServerConfig& config) {
   MetricsConfigInfo info;
   info.block_size = config.block_size;
-  const absl::string_view wd = DTypeName(config.EffectiveWeightDType()), kd = DTypeName(config.kv_dtype);
+  const absl::string_view wd = DTypeName(config.EffectiveWeightDType()), kd = DTypeName(config.EffectiveKvDType());
   info.weight_dtype = std::string(wd.data(), wd.size());
   info.kv_dtype = std::string(kd.data(), kd.size());
   info.threads = config.threads;

@@ -79,6 +79,7 @@ TEST(ServerConfigTest, KvBlocksFromBytesCappedToWhatCanBeUsed) {
   const size_t per_block = KvCacheConfig::ForModel(m, 16, DType::kF32).BytesPerBlock();
   ASSERT_GT(per_block, 0u);
   ServerConfig c;
+  c.kv_dtype = DType::kF32;
   c.kv_cache_bytes = static_cast<int64_t>(per_block) * 100 + 1;
   auto small = ChooseKvBlocks(c, m);
   ASSERT_TRUE(small.ok()) << small.status();
@@ -118,6 +119,30 @@ TEST(ServerConfigTest, ParseComputeDType) {
   EXPECT_FALSE(ParseComputeDType("kv-dtype", "auto", false).ok());
   const auto bad = ParseComputeDType("kv-dtype", "f16", false);
   EXPECT_NE(bad.status().message().find("--kv-dtype=f16"), std::string::npos) << bad.status();
+}
+
+// The KV cache follows the weights unless set: bf16 weights get a bf16 cache.
+TEST(ServerConfigTest, KvDTypeDefaultsToTheWeightDType) {
+  ServerConfig c;
+  EXPECT_EQ(c.EffectiveKvDType(), c.EffectiveWeightDType());
+  c.weight_dtype = DType::kF32;
+  EXPECT_EQ(c.EffectiveKvDType(), DType::kF32);
+  c.weight_dtype = DType::kBF16;
+  EXPECT_EQ(c.EffectiveKvDType(), DType::kBF16);
+  c.kv_dtype = DType::kF32;
+  EXPECT_EQ(c.EffectiveKvDType(), DType::kF32);
+  // A bf16 cache halves the bytes per block, so a byte budget holds twice the blocks.
+  c.weight_dtype = DType::kF32;
+  c.kv_dtype.reset();
+  const ModelConfig m = DemoModelConfig();
+  c.kv_cache_bytes = static_cast<int64_t>(KvCacheConfig::ForModel(m, 16, DType::kF32).BytesPerBlock()) * 100;
+  auto f32_blocks = ChooseKvBlocks(c, m);
+  ASSERT_TRUE(f32_blocks.ok()) << f32_blocks.status();
+  EXPECT_EQ(*f32_blocks, 100);
+  c.kv_dtype = DType::kBF16;
+  auto bf16_blocks = ChooseKvBlocks(c, m);
+  ASSERT_TRUE(bf16_blocks.ok()) << bf16_blocks.status();
+  EXPECT_EQ(*bf16_blocks, 200);
 }
 
 TEST(ServerConfigTest, ListenAddressBracketsIpv6) {

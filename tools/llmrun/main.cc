@@ -61,7 +61,7 @@ constexpr const char* kUsage =
     "  engine:     [--kv-blocks N | --kv-cache-bytes N (1 GiB)] [--block-size N (16)] [--max-batched-tokens N (512)]\n"
     "              [--max-running N (64)] [--prefill-chunk N (0 = max-batched-tokens)]\n"
     "              [--step-policy mixed|separate] [--max-decode-stall N (4)]\n"
-    "  runtime:    [--weight-dtype f32|bf16] [--kv-dtype f32|bf16 (f32)] [--threads N (0 = all)]\n"
+    "  runtime:    [--weight-dtype f32|bf16] [--kv-dtype f32|bf16 (the weight dtype)] [--threads N (0 = all)]\n"
     "  direct:     [--top-logits K]  greedy on the forward pass without the engine, printing the K largest logits\n";
 
 // llmrun's default: greedy (the engine's own default temperature is 1).
@@ -79,6 +79,7 @@ struct Args {
   bool batch = false;
   DType weight_dtype = llmserve::DefaultWeightDType();
   DType kv_dtype = DType::kF32;
+  bool kv_dtype_set = false;  // else the weight dtype, as the server does
   llmserve::SamplingParams sampling = Greedy();
   bool sampling_flags = false;  // any sampling/stop flag given (refused with --top-logits)
   std::vector<std::string> stop_strings;
@@ -142,7 +143,10 @@ std::map<std::string, Setter> ValuedFlags(Args* a) {
       {"threads", [a](auto& n, auto& v) { return ParseInt(n, v, 0, 4096, &a->threads); }},
       {"concurrency", [a](auto& n, auto& v) { return ParseInt(n, v, 1, 1 << 20, &a->concurrency); }},
       {"weight-dtype", [a](auto& n, auto& v) { return ParseDType(n, v, &a->weight_dtype); }},
-      {"kv-dtype", [a](auto& n, auto& v) { return ParseDType(n, v, &a->kv_dtype); }},
+      {"kv-dtype", [a](auto& n, auto& v) {
+         a->kv_dtype_set = true;
+         return ParseDType(n, v, &a->kv_dtype);
+       }},
       {"kv-blocks", [a](auto& n, auto& v) { return ParseInt(n, v, 1, int64_t{1} << 30, &a->kv_blocks); }},
       {"kv-cache-bytes", [a](auto& n, auto& v) { return ParseInt(n, v, 1, int64_t{1} << 50, &a->kv_cache_bytes); }},
       {"max-batched-tokens", [a](auto& n, auto& v) { return ParseInt(n, v, 1, 1 << 20, &a->max_batched_tokens); }},
@@ -217,6 +221,7 @@ absl::Status ParseArgs(int argc, char** argv, Args* a, bool* help) {
     }
     if (absl::Status s = it->second(name, value); !s.ok()) return s;
   }
+  if (!a->kv_dtype_set) a->kv_dtype = a->weight_dtype;
   if (a->model.empty()) return absl::InvalidArgumentError("--model is required");
   if (a->prompts.empty() == a->prompts_file.empty()) {
     return absl::InvalidArgumentError("give --prompt TEXT (repeatable) or --prompts-file FILE (not both)");
