@@ -14,6 +14,9 @@
 // a step's time goes (stderr). LLMSERVE_BENCH_SMALL_GEMM=0 runs batches of 5..32 rows on
 // oneDNN's matmul instead of model/ops/small_gemm.h; =ab alternates the two step by step
 // in Decode and reports the median step of each (small_gemm_on_ms, small_gemm_off_ms).
+// The KV cache has the weights' dtype (as llmserve's default); LLMSERVE_BENCH_KV=f32 or
+// bf16 sets it, =ab alternates an f32 and a bf16 cache step by step in Decode and reports
+// the median step of each (kv_f32_ms, kv_bf16_ms).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -101,8 +104,15 @@ double LinearParams(const llmserve::ModelConfig& c) {
   return c.num_layers * (d * (q + 2 * kv) + q * d + mlp) + static_cast<double>(c.vocab_size) * d;
 }
 
-std::unique_ptr<llmserve::KvCache> NewCache(const llmserve::ModelConfig& c, int64_t blocks) {
-  auto kc = llmserve::KvCacheConfig::ForModel(c, 16, DType::kF32);
+// The KV dtype for weights of `weights`: LLMSERVE_BENCH_KV if f32 or bf16, else the same.
+DType KvDType(DType weights) {
+  const char* env = std::getenv("LLMSERVE_BENCH_KV");
+  const std::string v = env != nullptr ? env : "";
+  return v == "f32" ? DType::kF32 : v == "bf16" ? DType::kBF16 : weights;
+}
+
+std::unique_ptr<llmserve::KvCache> NewCache(const llmserve::ModelConfig& c, int64_t blocks, DType kv) {
+  auto kc = llmserve::KvCacheConfig::ForModel(c, 16, kv);
   kc.num_blocks = blocks;
   auto cache = llmserve::KvCache::Create(kc);
   return cache.ok() ? *std::move(cache) : nullptr;
@@ -123,8 +133,14 @@ void Decode(benchmark::State& state, DType dtype) {
   const int batch = static_cast<int>(state.range(0));
   const int ctx = static_cast<int>(std::min<int64_t>(kDecodeContext, c.context_length - 1));
   const int64_t per_seq = (ctx + 1 + 15) / 16;
-  auto cache = NewCache(c, per_seq * batch);
-  if (cache == nullptr) return state.SkipWithError("cannot allocate the KV cache");
+  const char* kv_env = std::getenv("LLMSERVE_BENCH_KV");
+  const bool kv_ab = kv_env != nullptr && std::string(kv_env) == "ab";
+  // caches[0] is the one of the run; with the KV A/B, caches[0] is f32 and caches[1] bf16.
+  std::unique_ptr<llmserve::KvCache> caches[2];
+  caches[0] = NewCache(c, per_seq * batch, kv_ab ? DType::kF32 : KvDType(dtype));
+  if (kv_ab) caches[1] = NewCache(c, per_seq * batch, DType::kBF16);
+  if (caches[0] == nullptr || (kv_ab && caches[1] == nullptr)) return state.SkipWithError("cannot allocate the KV cache");
+  llmserve::KvCache* cache = caches[0].get();
   std::vector<int32_t> blocks(static_cast<size_t>(per_seq * batch));
   std::iota(blocks.begin(), blocks.end(), 0);
   auto table = [&](int s) { return std::span<const int32_t>(blocks.data() + s * per_seq, per_seq); };
@@ -138,7 +154,10 @@ void Decode(benchmark::State& state, DType dtype) {
     seqs.push_back({s * ctx, ctx, 0, table(s)});
     rows.push_back((s + 1) * ctx - 1);
   }
-  absl::Status st = l.model->Forward({tokens, seqs, rows}, *cache, logits.data());
+  absl::Status st;
+  for (auto& kv : caches) {
+    if (kv != nullptr && st.ok()) st = l.model->Forward({tokens, seqs, rows}, *kv, logits.data());
+  }
   if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
 
   // Each step: one token per sequence at position ctx (rewritten every step).
@@ -151,20 +170,24 @@ void Decode(benchmark::State& state, DType dtype) {
   }
   const char* ab_env = std::getenv("LLMSERVE_BENCH_SMALL_GEMM");
   const bool ab = ab_env != nullptr && std::string(ab_env) == "ab";
-  std::vector<double> ms[2];  // [off, on] step times of the A/B mode
+  std::vector<double> ms[2];  // step times of the A/B modes: [off, on] or [f32 KV, bf16 KV]
   for (auto _ : state) {
     const bool on = ms[1].size() <= ms[0].size();
     if (ab) llmserve::SetSmallGemmEnabled(on);
+    if (kv_ab) cache = caches[on ? 1 : 0].get();
     const auto t0 = std::chrono::steady_clock::now();
     st = l.model->Forward({step_tokens, seqs, rows}, *cache, logits.data());
     benchmark::DoNotOptimize(logits.data());
-    if (ab) ms[on].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (ab || kv_ab) {
+      ms[on].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
   }
-  if (ab) {
-    llmserve::SetSmallGemmEnabled(true);
+  if (ab) llmserve::SetSmallGemmEnabled(true);
+  if (ab || kv_ab) {
+    const char* names[2][2] = {{"small_gemm_off_ms", "small_gemm_on_ms"}, {"kv_f32_ms", "kv_bf16_ms"}};
     for (int on = 0; on < 2; ++on) {
       std::sort(ms[on].begin(), ms[on].end());
-      if (!ms[on].empty()) state.counters[on ? "small_gemm_on_ms" : "small_gemm_off_ms"] = ms[on][ms[on].size() / 2];
+      if (!ms[on].empty()) state.counters[names[kv_ab ? 1 : 0][on]] = ms[on][ms[on].size() / 2];
     }
   }
   if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
@@ -183,7 +206,7 @@ void Prefill(benchmark::State& state, DType dtype) {
   const llmserve::ModelConfig& c = l.model->config();
   const int n = static_cast<int>(std::min<int64_t>(state.range(0), c.context_length));
   const int64_t nblocks = (n + 15) / 16;
-  auto cache = NewCache(c, nblocks);
+  auto cache = NewCache(c, nblocks, KvDType(dtype));
   if (cache == nullptr) return state.SkipWithError("cannot allocate the KV cache");
   std::vector<int32_t> blocks(static_cast<size_t>(nblocks));
   std::iota(blocks.begin(), blocks.end(), 0);
