@@ -10,6 +10,8 @@
 #include "gtest/gtest.h"
 #include "model/model_config.h"
 #include "model/ops/kernels.h"
+#include "model/ops/simd_math.h"
+#include "model/runtime_config.h"
 
 namespace llmserve {
 namespace {
@@ -199,6 +201,27 @@ TEST(ApplyRopeTest, ManyRowsEqualRowByRow) {
       const int64_t b = layout == RopeLayout::kInterleaved ? 1 : head_dim / 2;
       const double before = std::hypot(orig[i], orig[i + b]), after = std::hypot(all[i], all[i + b]);
       EXPECT_NEAR(after, before, 8 * kU * before);
+    }
+  }
+}
+
+// The AVX-512 rotation gives the scalar loop's bits in both layouts, for partial rotary
+// dims and pair counts that leave vector tails (rope_dim 20 of 48: 10 pairs; 64 of 80).
+TEST(ApplyRopeTest, Avx512EqualsScalarBitForBit) {
+  if (!CpuHasAvx512()) GTEST_SKIP() << "no AVX-512: only the scalar rotation runs here";
+  const int64_t heads = 5, rows = 3;
+  const std::vector<int32_t> positions = {0, 77, 1999};
+  for (auto [head_dim, rope_dim] : {std::pair<int64_t, int64_t>{48, 20}, {80, 64}, {64, 64}, {8, 8}}) {
+    const int64_t dim = heads * head_dim;
+    const std::vector<float> inv = RopeInvFreq(RopeConfig(head_dim, rope_dim, 10000.0f));
+    for (RopeLayout layout : {RopeLayout::kInterleaved, RopeLayout::kHalf}) {
+      std::vector<float> vec = Random(rows * dim, 9), scalar = vec;
+      ApplyRope(vec.data(), rows, dim, heads, head_dim, rope_dim, positions.data(), inv, layout);
+      simd::SetIsaCapForTesting(simd::IsaCap::kScalar);
+      ApplyRope(scalar.data(), rows, dim, heads, head_dim, rope_dim, positions.data(), inv, layout);
+      simd::SetIsaCapForTesting(simd::IsaCap::kNative);
+      ASSERT_EQ(vec, scalar) << "head_dim " << head_dim << " rope_dim " << rope_dim << " layout "
+                             << static_cast<int>(layout);
     }
   }
 }
