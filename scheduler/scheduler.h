@@ -17,18 +17,22 @@
 //      sequence's chunk does not get its blocks, admission stops (FIFO, no overtaking);
 //      a step that preempted admits nothing.
 //   The prefill budget is max_batched_tokens minus the step's D decode tokens, unless
-//   prefill spreading is on (prefill_spread_steps H > 0; off by default, see
-//   docs/PERFORMANCE.md for when it pays):
-//     - D > 0: max(mixed_step_tokens − D, ceil(P / H)) tokens (at least 1, at most the
-//       rest of max_batched_tokens), P = prompt tokens not yet computed, running and
-//       waiting. A step turns compute-bound at about mixed_step_tokens rows on a CPU
-//       (below, it costs a whole read of the weights whatever its rows), so prefill is
-//       spread over the decode steps to fill each one up to that, and sped up only
-//       when more than H steps' worth is pending.
-//     - D = 0: max_batched_tokens, but for the first prefill item only. A lone prompt
-//       prefills at full speed; a burst is started one sequence per step, so the
-//       burst's sequences do not prefill, decode and finish in lockstep (which would
-//       leave every later step decode-only until the whole burst ends).
+//   piggybacking is on (prefill_spread_steps H > 0; default on, see docs/PERFORMANCE.md
+//   for what it gains and when it does not):
+//     - F = mixed_step_tokens − D free rows. Up to about mixed_step_tokens rows a CPU
+//       decode step costs one read of the weights whatever its rows (the small-batch
+//       kernel's two register tiles; model/ops/small_gemm.h), so prompt tokens can fill
+//       it up to that almost for free. They do when F >= kMinPiggybackRows and the P
+//       pending prompt tokens (running and waiting) fit in H such steps (P <= F·H);
+//       otherwise prefill goes in bulk (max_batched_tokens − D, as with H = 0): a step
+//       that is compute-bound already gains nothing from thin prompt slices, and no
+//       prompt is spread over more than H steps.
+//     - Piggybacking with D > 0: the budget is F.
+//     - Piggybacking with D = 0: max_batched_tokens, but for the first prefill item
+//       only. A lone prompt prefills at full speed; a burst is started one sequence per
+//       step, so that its sequences do not prefill, decode and finish in lockstep (which
+//       would leave no decode step to carry the next burst's prompts). A burst too big
+//       to piggyback (P > mixed_step_tokens·H) starts in bulk.
 // Policy kSeparate: a step is either decode-only or prefill-only. A prefill step is
 // taken whenever prefill work exists, unless running sequences have already waited
 // max_decode_stall steps for a decode step; otherwise (or when no prefill work can be
@@ -60,6 +64,10 @@ namespace llmserve {
 
 enum class StepPolicy : uint8_t { kMixed, kSeparate };
 
+// Piggybacking (kMixed, prefill_spread_steps > 0) gives a decode step fewer free rows than
+// this no prompt tokens: slices that thin would stretch a prompt over too many steps.
+inline constexpr int32_t kMinPiggybackRows = 4;
+
 // "mixed" / "separate".
 const char* StepPolicyName(StepPolicy p);
 // Parses "mixed" / "separate"; INVALID_ARGUMENT otherwise.
@@ -77,10 +85,11 @@ struct SchedulerConfig {
   StepPolicy step_policy = StepPolicy::kMixed;
   int32_t max_decode_stall = 4;      // kSeparate: at most this many prefill steps in a row
                                      // while sequences wait to decode, >= 1
-  int32_t prefill_spread_steps = 0;  // kMixed: spread pending prefill over this many decode
-                                     // steps (see above); 0 = off (budget max_batched_tokens)
-  int32_t mixed_step_tokens = 16;    // kMixed with spreading: fill decode steps with prefill
-                                     // up to this many tokens (>= 1; max_batched_tokens caps it)
+  int32_t prefill_spread_steps = 128;  // kMixed: piggyback pending prompt tokens on decode
+                                       // steps when they fit in this many (see above); 0 = off
+                                       // (every step: prefill budget max_batched_tokens)
+  int32_t mixed_step_tokens = 12;      // kMixed with piggybacking: fill decode steps with
+                                       // prompt tokens up to this many rows (>= 1)
 
   // INVALID_ARGUMENT naming the first bad field.
   absl::Status Validate() const;

@@ -89,20 +89,23 @@ void Scheduler::ScheduleDecodes(SchedulePlan& plan) {
 }
 
 std::pair<int32_t, int32_t> Scheduler::MixedPrefillLimits(const SchedulePlan& plan) const {
+  constexpr int32_t kUnlimited = std::numeric_limits<int32_t>::max();
   const int32_t decode = plan.num_decode_tokens;
   const int32_t room = config_.max_batched_tokens - decode;
   const int32_t h = config_.prefill_spread_steps;
-  if (h == 0) return {room, std::numeric_limits<int32_t>::max()};
-  if (decode == 0) return {room, 1};
+  if (h == 0) return {room, kUnlimited};
   int64_t pending = 0;
   for (const auto& s : running_) {
     if (!DecodeReady(*s)) pending += s->num_uncomputed();
   }
   for (const auto& s : waiting_) pending += s->num_uncomputed();
-  const int64_t spread = (pending + h - 1) / h;
-  const int64_t fill = static_cast<int64_t>(config_.mixed_step_tokens) - decode;
-  return {static_cast<int32_t>(std::clamp<int64_t>(std::max(fill, spread), 1, std::max(room, 1))),
-          std::numeric_limits<int32_t>::max()};
+  // Rows the step can still take before it costs more than a decode step of its own
+  // (with nothing decoding: what later steps will have at most).
+  const int32_t free_rows = std::min(config_.mixed_step_tokens - decode, room);
+  const bool piggyback = free_rows >= kMinPiggybackRows && pending <= static_cast<int64_t>(free_rows) * h;
+  if (!piggyback) return {room, kUnlimited};
+  if (decode == 0) return {room, 1};
+  return {free_rows, kUnlimited};
 }
 
 void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, int32_t prefill_budget, int32_t max_items) {

@@ -43,12 +43,13 @@ ABSL_FLAG(int32_t, max_prefill_chunk, 0, "prompt tokens per sequence per step (0
 ABSL_FLAG(int32_t, max_waiting, 256, "queued requests beyond which Generate gets RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, step_policy, "mixed", "mixed (decode and prefill in one step) or separate");
 ABSL_FLAG(int32_t, max_decode_stall, 4, "separate policy: prefill steps in a row while decodes wait");
-ABSL_FLAG(int32_t, prefill_spread_steps, 0,
-          "mixed policy: spread pending prompt tokens over this many decode steps, filling each up to "
-          "--mixed-step-tokens (0 = off: every step takes up to --max-batched-tokens of prefill)");
-ABSL_FLAG(int32_t, mixed_step_tokens, 16,
-          "mixed policy with spreading: tokens a decode step is filled up to with prefill (about where a step "
-          "turns compute-bound)");
+ABSL_FLAG(int32_t, prefill_spread_steps, 128,
+          "mixed policy: fill decode steps with prompt tokens up to --mixed-step-tokens rows when the pending "
+          "prompt tokens fit in this many such steps, else prefill in bulk (0 = off: every step takes up to "
+          "--max-batched-tokens of prefill)");
+ABSL_FLAG(int32_t, mixed_step_tokens, 12,
+          "mixed policy with piggybacking: rows a decode step is filled up to with prompt tokens (about where a "
+          "decode step stops costing just one read of the weights)");
 ABSL_FLAG(int32_t, channel_capacity, 32, "output deltas queued per stream before they coalesce");
 ABSL_FLAG(int32_t, drain_delay, 0,
           "seconds after SIGTERM/SIGINT during which the server still serves, health NOT_SERVING (time for load "

@@ -33,7 +33,8 @@ SchedulerConfig Cfg(int32_t bs, int32_t blocks, int32_t max_running, int32_t bud
   return c;
 }
 
-// Cfg with prefill spreading over `steps` steps, decode steps filled up to `target` tokens.
+// Cfg with piggybacking (prompt tokens fill decode steps up to `target` rows while the
+// pending ones fit in `steps` such steps).
 SchedulerConfig Spread(SchedulerConfig c, int32_t steps, int32_t target) {
   c.prefill_spread_steps = steps;
   c.mixed_step_tokens = target;
@@ -244,20 +245,33 @@ const StepCase kStepCases[] = {
      {{1, 2, 6}, {2, 40, 1}},
      {"P1@0+2s P2@0+6", "P2@6+8", "P2@14+8", "D1@2", "P2@22+8", "P2@30+8", "D1@3", "P2@38+2s", "D1@4", "D1@5",
       "D1@6"}},
-    // Spreading (H = 4, target 6). A burst starts one sequence per step (nothing decodes
-    // in step 1); then each step's prefill is max(6 - decodes, ceil(pending / 4)):
-    // step 2: max(5, 16/4) = 5; step 3: max(5, ceil(11/4)) = 5 (3 finish 2, 2 admit 3);
-    // step 4: max(4, ceil(6/4)) = 4; step 5: max(5, 1) = 5, of which 3 needs 2.
-    {"spread_burst_starts_one_per_step",
+    // Piggybacking (kMinPiggybackRows = 4). H = 4, target 6: a burst that fits (16 ≤ 6·4)
+    // starts one sequence per step (nothing decodes in step 1); then each step is filled
+    // up to 6 rows: steps 2 and 3 take 5 prompt tokens beside one decode, step 4 four
+    // beside two, step 5 the 2 that are left.
+    {"piggyback_fills_decode_steps",
      Spread(Cfg(4, 64, 8, 64, 64), 4, 6),
      {{1, 8, 4}, {2, 8, 3}, {3, 8, 2}},
      {"P1@0+8s", "D1@8 P2@0+5", "D1@9 P2@5+3s P3@0+2", "D1@10 D2@8 P3@2+4", "D2@9 P3@6+2s", "D3@8"}},
-    // Much pending (H = 2, target 3): step 2 takes ceil(16/2) = 8, not 3 - 1; step 3
-    // ceil(8/2) = 4; with no decode left, step 4 is the plain budget for one sequence.
-    {"spread_speeds_up_when_much_is_pending",
-     Spread(Cfg(4, 64, 8, 16, 16), 2, 3),
-     {{1, 2, 3}, {2, 8, 1}, {3, 8, 1}},
-     {"P1@0+2s", "D1@2 P2@0+8s", "D1@3 P3@0+4", "P3@4+4s"}},
+    // H = 8, target 6: with three sequences decoding only 3 rows are free (< 4), so
+    // step 3 prefills the rest of 4's prompt in bulk.
+    {"piggyback_needs_enough_free_rows",
+     Spread(Cfg(4, 64, 8, 16, 16), 8, 6),
+     {{1, 1, 5}, {2, 1, 5}, {3, 1, 5}, {4, 9, 1}},
+     {"P1@0+1s", "D1@1 P2@0+1s P3@0+1s P4@0+3", "D1@2 D2@1 D3@1 P4@3+6s", "D1@3 D2@2 D3@2", "D1@4 D2@3 D3@3",
+      "D2@4 D3@4"}},
+    // H = 2, target 6: 12 pending tokens fit in two steps of 6 free rows, so the burst
+    // starts with one sequence; then 11 do not fit in two steps of 5: bulk.
+    {"piggyback_bounded_by_h_steps",
+     Spread(Cfg(4, 64, 8, 16, 16), 2, 6),
+     {{1, 1, 3}, {2, 11, 1}},
+     {"P1@0+1s", "D1@1 P2@0+11s", "D1@2"}},
+    // H = 2, target 6: a burst of 18 prompt tokens (> 6·2) starts in bulk, under the plain
+    // budget of 16; the 2 tokens left then ride beside the decode.
+    {"piggyback_big_burst_starts_in_bulk",
+     Spread(Cfg(4, 64, 8, 16, 16), 2, 6),
+     {{1, 2, 2}, {2, 8, 1}, {3, 8, 1}},
+     {"P1@0+2s P2@0+8s P3@0+6", "D1@2 P3@6+2s"}},
     {"separate_decodes_when_no_prefill_fits",
      Cfg(4, 16, 1, 8, 8, K::kSeparate, 4),
      {{1, 2, 3}, {2, 2, 1}},
