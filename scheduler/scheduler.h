@@ -17,8 +17,8 @@
 //      sequence's chunk does not get its blocks, admission stops (FIFO, no overtaking);
 //      a step that preempted admits nothing.
 //   The prefill budget is max_batched_tokens minus the step's D decode tokens, unless
-//   piggybacking is on (prefill_spread_steps H > 0; default on, see docs/PERFORMANCE.md
-//   for what it gains and when it does not):
+//   piggybacking is on (prefill_spread_steps H > 0; off by default: docs/PERFORMANCE.md
+//   has what it gains on a 1B model and what it costs a small one):
 //     - F = mixed_step_tokens − D free rows. Up to about mixed_step_tokens rows a CPU
 //       decode step costs one read of the weights whatever its rows (the small-batch
 //       kernel's two register tiles; model/ops/small_gemm.h), so prompt tokens can fill
@@ -85,7 +85,7 @@ struct SchedulerConfig {
   StepPolicy step_policy = StepPolicy::kMixed;
   int32_t max_decode_stall = 4;      // kSeparate: at most this many prefill steps in a row
                                      // while sequences wait to decode, >= 1
-  int32_t prefill_spread_steps = 128;  // kMixed: piggyback pending prompt tokens on decode
+  int32_t prefill_spread_steps = 0;    // kMixed: piggyback pending prompt tokens on decode
                                        // steps when they fit in this many (see above); 0 = off
                                        // (every step: prefill budget max_batched_tokens)
   int32_t mixed_step_tokens = 12;      // kMixed with piggybacking: fill decode steps with

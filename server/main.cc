@@ -43,10 +43,11 @@ ABSL_FLAG(int32_t, max_prefill_chunk, 0, "prompt tokens per sequence per step (0
 ABSL_FLAG(int32_t, max_waiting, 256, "queued requests beyond which Generate gets RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, step_policy, "mixed", "mixed (decode and prefill in one step) or separate");
 ABSL_FLAG(int32_t, max_decode_stall, 4, "separate policy: prefill steps in a row while decodes wait");
-ABSL_FLAG(int32_t, prefill_spread_steps, 128,
+ABSL_FLAG(int32_t, prefill_spread_steps, 0,
           "mixed policy: fill decode steps with prompt tokens up to --mixed-step-tokens rows when the pending "
           "prompt tokens fit in this many such steps, else prefill in bulk (0 = off: every step takes up to "
-          "--max-batched-tokens of prefill)");
+          "--max-batched-tokens of prefill). Pays where a decode step is bound by the weight stream (1B+ "
+          "models on CPU; try 128)");
 ABSL_FLAG(int32_t, mixed_step_tokens, 12,
           "mixed policy with piggybacking: rows a decode step is filled up to with prompt tokens (about where a "
           "decode step stops costing just one read of the weights)");

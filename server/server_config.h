@@ -41,7 +41,7 @@ struct ServerConfig {
   int32_t max_waiting = 256;       // queued requests beyond which Generate gets RESOURCE_EXHAUSTED
   StepPolicy step_policy = StepPolicy::kMixed;
   int32_t max_decode_stall = 4;    // separate policy: prefill steps in a row while decodes wait
-  int32_t prefill_spread_steps = 128;  // mixed policy: piggyback prompt tokens on decode steps when the pending
+  int32_t prefill_spread_steps = 0;    // mixed policy: piggyback prompt tokens on decode steps when the pending
                                        // ones fit in this many; 0 = off (scheduler/scheduler.h)
   int32_t mixed_step_tokens = 12;      // mixed policy with piggybacking: fill decode steps up to this many rows
   int32_t channel_capacity = 32;   // deltas queued per stream before they coalesce
