@@ -43,11 +43,13 @@ ABSL_FLAG(int32_t, max_prefill_chunk, 0, "prompt tokens per sequence per step (0
 ABSL_FLAG(int32_t, max_waiting, 256, "queued requests beyond which Generate gets RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, step_policy, "mixed", "mixed (decode and prefill in one step) or separate");
 ABSL_FLAG(int32_t, max_decode_stall, 4, "separate policy: prefill steps in a row while decodes wait");
-ABSL_FLAG(int32_t, prefill_spread_steps, 0,
-          "mixed policy: fill decode steps with prompt tokens up to --mixed-step-tokens rows when the pending "
-          "prompt tokens fit in this many such steps, else prefill in bulk (0 = off: every step takes up to "
-          "--max-batched-tokens of prefill). Pays where a decode step is bound by the weight stream (1B+ "
-          "models on CPU; try 128)");
+ABSL_FLAG(std::string, piggyback, "auto",
+          "mixed policy: fill decode steps with prompt tokens up to --mixed-step-tokens rows (on), never (off), "
+          "or where a start-up measurement finds the extra rows nearly free (auto: decode steps bound by the "
+          "weight stream)");
+ABSL_FLAG(int32_t, prefill_spread_steps, 128,
+          "piggybacking: only while the pending prompt tokens fit in this many filled decode steps, else "
+          "prefill in bulk (0 = piggybacking off)");
 ABSL_FLAG(int32_t, mixed_step_tokens, 12,
           "mixed policy with piggybacking: rows a decode step is filled up to with prompt tokens (about where a "
           "decode step stops costing just one read of the weights)");
@@ -70,7 +72,7 @@ const std::vector<std::string>& FlagOrder() {
       "#network", "host", "port", "metrics_port", "metrics_prefix",
       "#engine", "kv_cache_bytes", "kv_blocks", "block_size", "max_running", "max_batched_tokens",
       "max_prefill_chunk", "max_waiting", "step_policy", "max_decode_stall",
-      "prefill_spread_steps", "mixed_step_tokens", "channel_capacity",
+      "piggyback", "prefill_spread_steps", "mixed_step_tokens", "channel_capacity",
       "#lifecycle", "drain_delay", "drain_timeout", "log_level"};
   return order;
 }
@@ -171,6 +173,9 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   }
   c.step_policy = *policy;
   c.max_decode_stall = absl::GetFlag(FLAGS_max_decode_stall);
+  auto piggyback = llmserve::ParsePiggyback(absl::GetFlag(FLAGS_piggyback));
+  if (!piggyback.ok()) return absl::InvalidArgumentError(absl::StrCat("--", piggyback.status().message()));
+  c.piggyback = *piggyback;
   c.prefill_spread_steps = absl::GetFlag(FLAGS_prefill_spread_steps);
   c.mixed_step_tokens = absl::GetFlag(FLAGS_mixed_step_tokens);
   c.channel_capacity = absl::GetFlag(FLAGS_channel_capacity);

@@ -1,5 +1,6 @@
 #include "server/model_setup.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 #include <utility>
@@ -12,10 +13,29 @@
 #include "model/tokenizer/tokenizer_loader.h"
 #include "model/transformer.h"
 #include "scheduler/engine_model.h"
+#include "scheduler/piggyback_calibration.h"
 #include "server/demo_model.h"
 
 namespace llmserve {
 namespace {
+
+// Settles sc.prefill_spread_steps (0 = piggybacking off) from --piggyback, measuring on
+// `model` and `cache` for auto; returns what was decided, for the startup log line.
+std::string DecidePiggyback(const ServerConfig& config, Transformer& model, KvCache& cache, SchedulerConfig& sc) {
+  if (sc.step_policy != StepPolicy::kMixed || sc.prefill_spread_steps == 0 || config.piggyback == Piggyback::kOff) {
+    sc.prefill_spread_steps = 0;
+    return "off";
+  }
+  if (config.piggyback == Piggyback::kOn) return absl::StrFormat("on (%d rows)", sc.mixed_step_tokens);
+  const int32_t usual = std::max(1, sc.mixed_step_tokens * 2 / 3);  // 8 of 12: a c8 decode step
+  absl::StatusOr<PiggybackTimings> t = MeasurePiggyback(model, cache, usual, sc.mixed_step_tokens, config.threads);
+  if (!t.ok()) {
+    sc.prefill_spread_steps = 0;
+    return absl::StrCat("off (auto, not measured: ", t.status().message(), ")");
+  }
+  if (!t->Pays()) sc.prefill_spread_steps = 0;
+  return absl::StrCat(sc.prefill_spread_steps > 0 ? "on" : "off", " (auto: ", t->Describe(), ")");
+}
 
 struct Loaded {
   std::unique_ptr<ModelWeights> weights;
@@ -124,6 +144,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   sc.max_decode_stall = config.max_decode_stall;
   sc.prefill_spread_steps = config.prefill_spread_steps;
   sc.mixed_step_tokens = config.mixed_step_tokens;
+  const std::string piggyback = DecidePiggyback(config, **transformer, **cache, sc);
   ec.channel_capacity = static_cast<size_t>(config.channel_capacity);
   auto engine = Engine::Create(ec, MakeTransformerEngineModel(*std::move(transformer), *std::move(cache), config.threads),
                                out.tokenizer.get(), observer);
@@ -144,14 +165,15 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   out.summary = absl::StrFormat(
       "model %s (%s %s, %s params, %d layers, hidden %d, %d heads / %d KV heads, vocab %d, context %d), "
       "weights %s, KV %s, threads %s; KV cache %d blocks x %d = %d tokens (%.1f MiB); max_running %d, "
-      "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, step_policy %s",
+      "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, step_policy %s, piggyback %s",
       info.model_name, model_config.format, ArchitectureName(model_config.arch), ParamsString(info.num_parameters),
       model_config.num_layers, model_config.hidden_size, model_config.num_heads, model_config.num_kv_heads,
       model_config.vocab_size, model_config.context_length, DTypeName(runtime.weight_dtype),
       DTypeName(config.EffectiveKvDType()),
       config.threads > 0 ? absl::StrCat(config.threads) : absl::StrCat("all (", cores, ")"), *num_blocks,
       config.block_size, capacity, static_cast<double>(kv.BytesPerBlock()) * *num_blocks / (1 << 20),
-      sc.max_running, sc.max_batched_tokens, sc.max_prefill_chunk, sc.max_waiting, StepPolicyName(sc.step_policy));
+      sc.max_running, sc.max_batched_tokens, sc.max_prefill_chunk, sc.max_waiting, StepPolicyName(sc.step_policy),
+      piggyback);
   return out;
 }
 

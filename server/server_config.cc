@@ -8,6 +8,22 @@
 #include "model/runtime_config.h"
 
 namespace llmserve {
+
+const char* PiggybackName(Piggyback p) {
+  switch (p) {
+    case Piggyback::kOn: return "on";
+    case Piggyback::kOff: return "off";
+    case Piggyback::kAuto: break;
+  }
+  return "auto";
+}
+
+absl::StatusOr<Piggyback> ParsePiggyback(std::string_view s) {
+  if (s == "auto") return Piggyback::kAuto;
+  if (s == "on") return Piggyback::kOn;
+  if (s == "off") return Piggyback::kOff;
+  return absl::InvalidArgumentError(absl::StrCat("piggyback must be auto, on or off, not \"", std::string(s), "\""));
+}
 namespace {
 
 absl::Status OutOfRange(const char* flag, int64_t value, const std::string& range) {
@@ -58,6 +74,9 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError("--step-policy must be mixed or separate");
   }
   if (absl::Status s = InRange("max-decode-stall", max_decode_stall, 1, 1 << 20); !s.ok()) return s;
+  if (piggyback != Piggyback::kAuto && piggyback != Piggyback::kOn && piggyback != Piggyback::kOff) {
+    return absl::InvalidArgumentError("--piggyback must be auto, on or off");
+  }
   if (absl::Status s = InRange("prefill-spread-steps", prefill_spread_steps, 0, 1 << 20); !s.ok()) return s;
   if (absl::Status s = InRange("mixed-step-tokens", mixed_step_tokens, 1, 1 << 24); !s.ok()) return s;
   if (absl::Status s = InRange("channel-capacity", channel_capacity, 1, 1 << 20); !s.ok()) return s;

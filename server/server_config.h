@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -13,6 +14,14 @@
 #include "scheduler/scheduler.h"
 
 namespace llmserve {
+
+// Piggybacking prompt tokens on decode steps (scheduler/scheduler.h): measured at start-up
+// and used where it pays (scheduler/piggyback_calibration.h), or forced.
+enum class Piggyback : uint8_t { kAuto, kOn, kOff };
+// "auto" / "on" / "off".
+const char* PiggybackName(Piggyback p);
+// Parses "auto" / "on" / "off"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<Piggyback> ParsePiggyback(std::string_view s);
 
 struct ServerConfig {
   // Model.
@@ -41,9 +50,10 @@ struct ServerConfig {
   int32_t max_waiting = 256;       // queued requests beyond which Generate gets RESOURCE_EXHAUSTED
   StepPolicy step_policy = StepPolicy::kMixed;
   int32_t max_decode_stall = 4;    // separate policy: prefill steps in a row while decodes wait
-  int32_t prefill_spread_steps = 0;    // mixed policy: piggyback prompt tokens on decode steps when the pending
-                                       // ones fit in this many; 0 = off (scheduler/scheduler.h)
-  int32_t mixed_step_tokens = 12;      // mixed policy with piggybacking: fill decode steps up to this many rows
+  Piggyback piggyback = Piggyback::kAuto;  // mixed policy: prompt tokens on decode steps (auto: where it pays)
+  int32_t prefill_spread_steps = 128;  // piggybacking: only while the pending prompt tokens fit in this many
+                                       // decode steps; 0 = off (scheduler/scheduler.h)
+  int32_t mixed_step_tokens = 12;      // piggybacking: fill decode steps up to this many rows
   int32_t channel_capacity = 32;   // deltas queued per stream before they coalesce
 
   // Lifecycle.

@@ -45,6 +45,38 @@ TEST(ModelSetupTest, ExplicitNameAndPrefillChunk) {
   EXPECT_EQ(setup->engine->config().scheduler.max_prefill_chunk, 64);
 }
 
+// --piggyback: on and off are taken as given; auto measures (here on the demo model) and
+// leaves H set only when the measurement says the filled steps pay; the separate policy
+// and a cache too small to measure with turn it off.
+TEST(ModelSetupTest, PiggybackSettingDecidesTheSchedulersSpreadSteps) {
+  ServerConfig c;
+  c.kv_blocks = 64;
+  c.weight_dtype = DType::kF32;
+  c.threads = 2;
+  struct Case {
+    Piggyback mode;
+    StepPolicy policy;
+    int32_t blocks;
+    const char* summary;
+  };
+  for (const Case& k : {Case{Piggyback::kOn, StepPolicy::kMixed, 64, "piggyback on (12 rows)"},
+                        Case{Piggyback::kOff, StepPolicy::kMixed, 64, "piggyback off"},
+                        Case{Piggyback::kAuto, StepPolicy::kSeparate, 64, "piggyback off"},
+                        Case{Piggyback::kAuto, StepPolicy::kMixed, 8, "piggyback off (auto, not measured: "},
+                        Case{Piggyback::kAuto, StepPolicy::kMixed, 64, "(auto: decode step 8 rows"}}) {
+    c.piggyback = k.mode;
+    c.step_policy = k.policy;
+    c.kv_blocks = k.blocks;
+    auto setup = SetUpModel(c);
+    ASSERT_TRUE(setup.ok()) << setup.status();
+    const std::string& summary = setup->summary;
+    EXPECT_NE(summary.find(k.summary), std::string::npos) << summary;
+    const int32_t h = setup->engine->config().scheduler.prefill_spread_steps;
+    const bool on = summary.find("piggyback on") != std::string::npos;
+    EXPECT_EQ(h, on ? c.prefill_spread_steps : 0) << summary;
+  }
+}
+
 TEST(ModelSetupTest, MissingModelIsNotFound) {
   ServerConfig c;
   c.model_path = "/nonexistent/dir/model.gguf";

@@ -1,0 +1,108 @@
+// Piggyback calibration: the decision rule, the start-up measurement on a real (demo)
+// model, and the --piggyback setting's parsing.
+#include "scheduler/piggyback_calibration.h"
+
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "model/kv_cache.h"
+#include "model/runtime_config.h"
+#include "model/transformer.h"
+#include "server/demo_model.h"
+#include "server/server_config.h"
+
+namespace llmserve {
+namespace {
+
+PiggybackTimings Timings(double decode_ms, double filled_ms, double prefill_token_ms) {
+  PiggybackTimings t;
+  t.decode_rows = 8;
+  t.filled_rows = 12;
+  t.decode_s = decode_ms / 1e3;
+  t.filled_s = filled_ms / 1e3;
+  t.prefill_token_s = prefill_token_ms / 1e3;
+  return t;
+}
+
+TEST(PiggybackTimingsTest, PaysWhenTheExtraRowsCostLessThanHalfABulkToken) {
+  // A weight-stream-bound step (the 1b model): 12 rows cost what 8 do.
+  EXPECT_TRUE(Timings(70, 70, 4.65).Pays());
+  EXPECT_DOUBLE_EQ(Timings(70, 70, 4.65).ExtraRowSeconds(), 0);
+  // Noise may make the filled step the faster one: no extra cost, not a negative one.
+  EXPECT_EQ(Timings(76, 68, 4.8).ExtraRowSeconds(), 0);
+  EXPECT_TRUE(Timings(76, 68, 4.8).Pays());
+  // 2 ms a row against 4.65 / 2: pays; 2.5 ms a row: does not.
+  EXPECT_TRUE(Timings(70, 78, 4.65).Pays());
+  EXPECT_FALSE(Timings(70, 80, 4.65).Pays());
+  // The small model: 0.53 ms a row more, bulk prefill 0.52 ms a token.
+  EXPECT_FALSE(Timings(9.36, 11.48, 0.52).Pays());
+  EXPECT_NEAR(Timings(9.36, 11.48, 0.52).ExtraRowSeconds(), 0.53e-3, 1e-9);
+}
+
+TEST(PiggybackTimingsTest, NoExtraRowsNeverPays) {
+  PiggybackTimings t = Timings(70, 70, 4.65);
+  t.filled_rows = t.decode_rows;
+  EXPECT_FALSE(t.Pays());
+  EXPECT_EQ(t.ExtraRowSeconds(), 0);
+  EXPECT_NE(t.Describe().find("does not pay"), std::string::npos) << t.Describe();
+}
+
+class MeasurePiggybackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto demo = MakeDemoModel();
+    ASSERT_TRUE(demo.ok()) << demo.status();
+    demo_ = *std::move(demo);
+    RuntimeConfig rt;
+    rt.weight_dtype = DType::kF32;
+    rt.threads = 2;
+    auto model = Transformer::Create(*demo_.weights, rt);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = *std::move(model);
+  }
+  std::unique_ptr<KvCache> Cache(int64_t blocks) {
+    KvCacheConfig kc = KvCacheConfig::ForModel(model_->config(), 16, DType::kF32);
+    kc.num_blocks = blocks;
+    auto cache = KvCache::Create(kc);
+    EXPECT_TRUE(cache.ok()) << cache.status();
+    return cache.ok() ? *std::move(cache) : nullptr;
+  }
+
+  DemoModel demo_;
+  std::unique_ptr<Transformer> model_;
+};
+
+TEST_F(MeasurePiggybackTest, TimesBothStepsAndAPrefill) {
+  std::unique_ptr<KvCache> cache = Cache(12 * 5);  // 12 sequences of 65 tokens in 16-token blocks
+  ASSERT_NE(cache, nullptr);
+  absl::StatusOr<PiggybackTimings> t = MeasurePiggyback(*model_, *cache, 8, 12, 2);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->decode_rows, 8);
+  EXPECT_EQ(t->filled_rows, 12);
+  EXPECT_GT(t->decode_s, 0);
+  EXPECT_GT(t->filled_s, 0);
+  EXPECT_GT(t->prefill_token_s, 0);
+  EXPECT_NE(t->Describe().find("12 rows"), std::string::npos) << t->Describe();
+}
+
+TEST_F(MeasurePiggybackTest, RefusesACacheTooSmallForTheBatches) {
+  std::unique_ptr<KvCache> cache = Cache(12 * 5 - 1);
+  ASSERT_NE(cache, nullptr);
+  absl::StatusOr<PiggybackTimings> t = MeasurePiggyback(*model_, *cache, 8, 12, 2);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition) << t.status();
+}
+
+TEST(PiggybackSettingTest, ParsesItsNamesAndRejectsOthers) {
+  for (Piggyback p : {Piggyback::kAuto, Piggyback::kOn, Piggyback::kOff}) {
+    absl::StatusOr<Piggyback> parsed = ParsePiggyback(PiggybackName(p));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, p);
+  }
+  for (const char* bad : {"", "yes", "AUTO", "on "}) {
+    EXPECT_EQ(ParsePiggyback(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(ServerConfig{}.piggyback, Piggyback::kAuto);
+}
+
+}  // namespace
+}  // namespace llmserve
