@@ -59,7 +59,7 @@ ABSL_FLAG(int32_t, drain_delay, 0,
           "balancers to notice) before it refuses new calls");
 ABSL_FLAG(int32_t, drain_timeout, 30,
           "seconds in-flight streams may take to finish once new calls are refused (after --drain-delay)");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, log_level, "info", "trace (adds a line per engine step), debug, info, warn or error");
 
 namespace {
 

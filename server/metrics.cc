@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 #include "server/server_config.h"
 
 namespace llmserve {
@@ -151,6 +152,12 @@ void Metrics::OnStep(const StepReport& r) {
   step_[kSample]->Observe(Seconds(r.sample));
   step_[kEmit]->Observe(Seconds(r.emit));
   if (r.preemptions > 0) preemptions_->Increment(r.preemptions);
+  if (spdlog::should_log(spdlog::level::trace)) {
+    spdlog::trace("step: {} decode + {} prefill tokens, {} running, {} waiting; schedule {:.3f} ms, forward {:.3f} ms, "
+                  "sample {:.3f} ms, emit {:.3f} ms",
+                  r.decode_tokens, r.prefill_tokens, r.stats.running, r.stats.waiting, Seconds(r.schedule) * 1e3,
+                  Seconds(r.forward) * 1e3, Seconds(r.sample) * 1e3, Seconds(r.emit) * 1e3);
+  }
 }
 
 void Metrics::OnToken(const Sequence& seq, absl::Time prev, absl::Time now) {

@@ -15,7 +15,8 @@
 // Every series carries model_name (a constant label of each family). All label
 // combinations are created up front, so recording is lock-free atomics for counters and
 // gauges; Histogram::Observe (prometheus-cpp 1.0) holds that histogram's own mutex for a
-// few bucket increments, contended only by a scrape of that histogram. Never blocks on I/O.
+// few bucket increments, contended only by a scrape of that histogram. Never blocks on I/O,
+// except that at log level trace OnStep also logs one line per step (docs/OPERATIONS.md).
 #pragma once
 
 #include <array>

@@ -7,12 +7,15 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "server/server_config.h"
 #include "tests/util/fake_engine_model.h"
 #include "tests/util/prom_text.h"
@@ -256,6 +259,37 @@ TEST(MetricsTest, PreemptionsAreCounted) {
   EXPECT_EQ(Value(s, "llmserve_generation_tokens_total"), static_cast<double>(delivered));
   EXPECT_EQ(Value(s, "llmserve_prompt_tokens_total"), 12);  // each prompt once, despite recomputes
   EXPECT_EQ(Value(s, "llmserve_inter_token_latency_seconds_count"), static_cast<double>(delivered - 3));
+}
+
+TEST(MetricsTest, TraceLevelLogsOneLinePerStep) {
+  prometheus::Registry registry;
+  auto m = Metrics::Create(registry, "llmserve_", "m", Info());
+  ASSERT_TRUE(m.ok()) << m.status();
+  StepReport r;
+  r.decode_tokens = 6;
+  r.prefill_tokens = 5;
+  r.forward = absl::Microseconds(66015);
+  r.stats.running = 7;
+  r.stats.waiting = 1;
+
+  std::ostringstream out;
+  auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  logger->set_pattern("%l %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  (*m)->OnStep(r);
+  const std::string at_info = out.str();
+  spdlog::set_level(spdlog::level::trace);
+  (*m)->OnStep(r);
+  const std::string at_trace = out.str();
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(spdlog::level::info);
+
+  EXPECT_EQ(at_info, "");
+  EXPECT_EQ(at_trace,
+            "trace step: 6 decode + 5 prefill tokens, 7 running, 1 waiting; schedule 0.000 ms, forward 66.015 ms, "
+            "sample 0.000 ms, emit 0.000 ms\n");
 }
 
 TEST(MetricsTest, EverySeriesHasModelNameAndThePrefix) {
