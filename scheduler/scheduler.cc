@@ -69,7 +69,8 @@ int32_t SchedulePlan::num_samples() const {
   return static_cast<int32_t>(std::count_if(work.begin(), work.end(), [](const ScheduledWork& w) { return w.sample; }));
 }
 
-Scheduler::Scheduler(const SchedulerConfig& config) : config_(config), pool_(config.num_blocks) {}
+Scheduler::Scheduler(const SchedulerConfig& config)
+    : config_(config), pool_(config.num_blocks), piggyback_(config.prefill_spread_steps > 0) {}
 
 absl::Status Scheduler::Add(std::unique_ptr<Sequence> seq, absl::Time now) {
   if (seq == nullptr) return absl::InvalidArgumentError("null sequence");

@@ -37,6 +37,12 @@
 // taken whenever prefill work exists, unless running sequences have already waited
 // max_decode_stall steps for a decode step; otherwise (or when no prefill work can be
 // planned) a decode step.
+// Piggybacking can be switched off and on while serving (set_piggyback; on at start when
+// prefill_spread_steps > 0, and never without it), and one step can be asked to be a
+// probe (StepProbe, for PiggybackMonitor): kDecodeOnly drops the piggybacked prompt rows
+// of a step with D >= UsualDecodeRows - kUsualDecodeSlack decode rows that would carry
+// them (a decode step of the usual size); kPiggyback, with piggybacking switched off, piggybacks a step
+// with D > 0 whose F free rows the pending prompt tokens fill, whatever H says.
 // A sequence preempted while the plan is built (listed in plan.preempted) has no work
 // in it (a decode it was given earlier in the step is withdrawn); a re-admitted one
 // prefills prompt + generated again. A plan is empty only when no sequence is held.
@@ -46,6 +52,7 @@
 // id); length/EOS/stop-token finishes release the blocks and hand the sequence back.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -64,9 +71,18 @@ namespace llmserve {
 
 enum class StepPolicy : uint8_t { kMixed, kSeparate };
 
+// A one-step exception to the piggybacking rule (see above); kNone: none.
+enum class StepProbe : uint8_t { kNone, kDecodeOnly, kPiggyback };
+
 // Piggybacking (kMixed, prefill_spread_steps > 0) gives a decode step fewer free rows than
 // this no prompt tokens: slices that thin would stretch a prompt over too many steps.
 inline constexpr int32_t kMinPiggybackRows = 4;
+
+// The decode step piggybacking is weighed against: 2/3 of mixed_step_tokens rows (8 of
+// 12, a c8 step), give or take kUsualDecodeSlack fewer (piggyback_calibration.h,
+// piggyback_monitor.h).
+inline int32_t UsualDecodeRows(int32_t mixed_step_tokens) { return std::max(1, mixed_step_tokens * 2 / 3); }
+inline constexpr int32_t kUsualDecodeSlack = 2;
 
 // "mixed" / "separate".
 const char* StepPolicyName(StepPolicy p);
@@ -132,7 +148,11 @@ class Scheduler {
   absl::Status Add(std::unique_ptr<Sequence> seq, absl::Time now);
 
   // Plans the next step (may preempt; may be empty when nothing can run).
-  SchedulePlan Schedule(absl::Time now);
+  SchedulePlan Schedule(absl::Time now, StepProbe probe = StepProbe::kNone);
+
+  // Piggybacking on or off from the next step (kMixed with prefill_spread_steps > 0 only).
+  void set_piggyback(bool on) { piggyback_ = on && config_.prefill_spread_steps > 0; }
+  bool piggyback() const { return piggyback_; }
 
   // Applies a step's results. `sampled` has plan.num_samples() ids, in plan order of the
   // sampling items. Returns the sequences that finished in this step (state set, blocks
@@ -162,7 +182,7 @@ class Scheduler {
   // Prefill chunks and admissions: at most `budget` tokens and `max_items` items.
   void SchedulePrefills(SchedulePlan& plan, absl::Time now, int32_t budget, int32_t max_items);
   // kMixed: the step's prefill budget and item limit after its decodes (see above).
-  std::pair<int32_t, int32_t> MixedPrefillLimits(const SchedulePlan& plan) const;
+  std::pair<int32_t, int32_t> MixedPrefillLimits(const SchedulePlan& plan, StepProbe probe) const;
   // Preempts running_.back(), dropping its work from `plan`.
   void PreemptNewest(SchedulePlan& plan);
   SchedulerConfig config_;
@@ -173,6 +193,7 @@ class Scheduler {
   int64_t num_preemptions_ = 0;
   int32_t decode_stall_ = 0;                       // kSeparate: consecutive prefill steps
   int32_t num_never_scheduled_ = 0;                // waiting, state kWaiting
+  bool piggyback_ = false;                         // kMixed: piggybacking switched on
 };
 
 }  // namespace llmserve

@@ -42,11 +42,11 @@ ScheduledWork Work(Sequence& s, ScheduledWork::Kind kind, int32_t n) {
 
 }  // namespace
 
-SchedulePlan Scheduler::Schedule(absl::Time now) {
+SchedulePlan Scheduler::Schedule(absl::Time now, StepProbe probe) {
   SchedulePlan plan;
   if (config_.step_policy == StepPolicy::kMixed) {
     ScheduleDecodes(plan);
-    const auto [budget, max_items] = MixedPrefillLimits(plan);
+    const auto [budget, max_items] = MixedPrefillLimits(plan, probe);
     SchedulePrefills(plan, now, budget, max_items);
     return plan;
   }
@@ -88,7 +88,7 @@ void Scheduler::ScheduleDecodes(SchedulePlan& plan) {
   }
 }
 
-std::pair<int32_t, int32_t> Scheduler::MixedPrefillLimits(const SchedulePlan& plan) const {
+std::pair<int32_t, int32_t> Scheduler::MixedPrefillLimits(const SchedulePlan& plan, StepProbe probe) const {
   constexpr int32_t kUnlimited = std::numeric_limits<int32_t>::max();
   const int32_t decode = plan.num_decode_tokens;
   const int32_t room = config_.max_batched_tokens - decode;
@@ -102,9 +102,17 @@ std::pair<int32_t, int32_t> Scheduler::MixedPrefillLimits(const SchedulePlan& pl
   // Rows the step can still take before it costs more than a decode step of its own
   // (with nothing decoding: what later steps will have at most).
   const int32_t free_rows = std::min(config_.mixed_step_tokens - decode, room);
+  if (!piggyback_) {
+    const bool probe_fills = probe == StepProbe::kPiggyback && decode > 0 && free_rows >= kMinPiggybackRows &&
+                             pending >= free_rows;
+    return {probe_fills ? free_rows : room, kUnlimited};
+  }
   const bool piggyback = free_rows >= kMinPiggybackRows && pending <= static_cast<int64_t>(free_rows) * h;
   if (!piggyback) return {room, kUnlimited};
   if (decode == 0) return {room, 1};
+  if (probe == StepProbe::kDecodeOnly && decode >= UsualDecodeRows(config_.mixed_step_tokens) - kUsualDecodeSlack) {
+    return {0, 0};
+  }
   return {free_rows, kUnlimited};
 }
 

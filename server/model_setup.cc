@@ -19,22 +19,25 @@
 namespace llmserve {
 namespace {
 
-// Settles sc.prefill_spread_steps (0 = piggybacking off) from --piggyback, measuring on
-// `model` and `cache` for auto; returns what was decided, for the startup log line.
-std::string DecidePiggyback(const ServerConfig& config, Transformer& model, KvCache& cache, SchedulerConfig& sc) {
+// Settles piggybacking from --piggyback: sc.prefill_spread_steps 0 turns it off; auto
+// measures on `model` and `cache` and lets the engine keep the decision current
+// (ec.adapt_piggyback). Returns what was decided, for the startup log line.
+std::string DecidePiggyback(const ServerConfig& config, Transformer& model, KvCache& cache, EngineConfig& ec) {
+  SchedulerConfig& sc = ec.scheduler;
   if (sc.step_policy != StepPolicy::kMixed || sc.prefill_spread_steps == 0 || config.piggyback == Piggyback::kOff) {
     sc.prefill_spread_steps = 0;
     return "off";
   }
   if (config.piggyback == Piggyback::kOn) return absl::StrFormat("on (%d rows)", sc.mixed_step_tokens);
-  const int32_t usual = std::max(1, sc.mixed_step_tokens * 2 / 3);  // 8 of 12: a c8 decode step
+  const int32_t usual = UsualDecodeRows(sc.mixed_step_tokens);
   absl::StatusOr<PiggybackTimings> t = MeasurePiggyback(model, cache, usual, sc.mixed_step_tokens, config.threads);
   if (!t.ok()) {
     sc.prefill_spread_steps = 0;
     return absl::StrCat("off (auto, not measured: ", t.status().message(), ")");
   }
-  if (!t->Pays()) sc.prefill_spread_steps = 0;
-  return absl::StrCat(sc.prefill_spread_steps > 0 ? "on" : "off", " (auto: ", t->Describe(), ")");
+  ec.adapt_piggyback = true;
+  ec.piggyback_start = *t;
+  return absl::StrCat(t->Pays() ? "on" : "off", " (auto, kept current while serving: ", t->Describe(), ")");
 }
 
 struct Loaded {
@@ -144,7 +147,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   sc.max_decode_stall = config.max_decode_stall;
   sc.prefill_spread_steps = config.prefill_spread_steps;
   sc.mixed_step_tokens = config.mixed_step_tokens;
-  const std::string piggyback = DecidePiggyback(config, **transformer, **cache, sc);
+  const std::string piggyback = DecidePiggyback(config, **transformer, **cache, ec);
   ec.channel_capacity = static_cast<size_t>(config.channel_capacity);
   auto engine = Engine::Create(ec, MakeTransformerEngineModel(*std::move(transformer), *std::move(cache), config.threads),
                                out.tokenizer.get(), observer);

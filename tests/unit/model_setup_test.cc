@@ -45,9 +45,9 @@ TEST(ModelSetupTest, ExplicitNameAndPrefillChunk) {
   EXPECT_EQ(setup->engine->config().scheduler.max_prefill_chunk, 64);
 }
 
-// --piggyback: on and off are taken as given; auto measures (here on the demo model) and
-// leaves H set only when the measurement says the filled steps pay; the separate policy
-// and a cache too small to measure with turn it off.
+// --piggyback: on and off are taken as given; auto measures (here on the demo model),
+// keeps H and has the engine keep the decision current from that measurement; the
+// separate policy and a cache too small to measure with turn it off.
 TEST(ModelSetupTest, PiggybackSettingDecidesTheSchedulersSpreadSteps) {
   ServerConfig c;
   c.kv_blocks = 64;
@@ -58,12 +58,16 @@ TEST(ModelSetupTest, PiggybackSettingDecidesTheSchedulersSpreadSteps) {
     StepPolicy policy;
     int32_t blocks;
     const char* summary;
+    bool keeps_h;
+    bool adapts;
   };
-  for (const Case& k : {Case{Piggyback::kOn, StepPolicy::kMixed, 64, "piggyback on (12 rows)"},
-                        Case{Piggyback::kOff, StepPolicy::kMixed, 64, "piggyback off"},
-                        Case{Piggyback::kAuto, StepPolicy::kSeparate, 64, "piggyback off"},
-                        Case{Piggyback::kAuto, StepPolicy::kMixed, 8, "piggyback off (auto, not measured: "},
-                        Case{Piggyback::kAuto, StepPolicy::kMixed, 64, "(auto: decode step 8 rows"}}) {
+  for (const Case& k :
+       {Case{Piggyback::kOn, StepPolicy::kMixed, 64, "piggyback on (12 rows)", true, false},
+        Case{Piggyback::kOff, StepPolicy::kMixed, 64, "piggyback off", false, false},
+        Case{Piggyback::kAuto, StepPolicy::kSeparate, 64, "piggyback off", false, false},
+        Case{Piggyback::kAuto, StepPolicy::kMixed, 8, "piggyback off (auto, not measured: ", false, false},
+        Case{Piggyback::kAuto, StepPolicy::kMixed, 64, "(auto, kept current while serving: decode step 8 rows", true,
+             true}}) {
     c.piggyback = k.mode;
     c.step_policy = k.policy;
     c.kv_blocks = k.blocks;
@@ -71,9 +75,16 @@ TEST(ModelSetupTest, PiggybackSettingDecidesTheSchedulersSpreadSteps) {
     ASSERT_TRUE(setup.ok()) << setup.status();
     const std::string& summary = setup->summary;
     EXPECT_NE(summary.find(k.summary), std::string::npos) << summary;
-    const int32_t h = setup->engine->config().scheduler.prefill_spread_steps;
-    const bool on = summary.find("piggyback on") != std::string::npos;
-    EXPECT_EQ(h, on ? c.prefill_spread_steps : 0) << summary;
+    const EngineConfig& ec = setup->engine->config();
+    EXPECT_EQ(ec.scheduler.prefill_spread_steps, k.keeps_h ? c.prefill_spread_steps : 0) << summary;
+    EXPECT_EQ(ec.adapt_piggyback, k.adapts) << summary;
+    if (k.adapts) {
+      EXPECT_EQ(ec.piggyback_start.decode_rows, 8);
+      EXPECT_EQ(ec.piggyback_start.filled_rows, 12);
+      EXPECT_GT(ec.piggyback_start.prefill_token_s, 0);
+      const bool on = summary.find("piggyback on") != std::string::npos;
+      EXPECT_EQ(on, ec.piggyback_start.Pays()) << summary;
+    }
   }
 }
 
