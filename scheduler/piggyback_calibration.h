@@ -35,7 +35,9 @@ struct PiggybackTimings {
 // Times decode steps of `decode_rows` and `filled_rows` sequences (context 64 tokens,
 // alternating, three each after a warm-up) and a 64-token prefill on `model` against
 // `cache`, whose blocks it uses as scratch: call before any sequence holds blocks.
-// `threads` is applied to the calling thread (ApplyThreadCount). FAILED_PRECONDITION
+// Runs on a thread of its own with `threads` OpenMP threads (ApplyThreadCount), which
+// exits before this returns (see the .cc: an OpenMP team left on the caller's thread
+// slows every later engine step). FAILED_PRECONDITION
 // when the cache or the model's context is too small to lay out the batches.
 absl::StatusOr<PiggybackTimings> MeasurePiggyback(Transformer& model, KvCache& cache, int32_t decode_rows,
                                                   int32_t filled_rows, int threads);

@@ -45,8 +45,8 @@ ABSL_FLAG(std::string, step_policy, "mixed", "mixed (decode and prefill in one s
 ABSL_FLAG(int32_t, max_decode_stall, 4, "separate policy: prefill steps in a row while decodes wait");
 ABSL_FLAG(std::string, piggyback, "auto",
           "mixed policy: fill decode steps with prompt tokens up to --mixed-step-tokens rows (on), never (off), "
-          "or where a start-up measurement finds the extra rows nearly free (auto: decode steps bound by the "
-          "weight stream)");
+          "or where the extra rows are nearly free (auto: decode steps bound by the weight stream; measured at "
+          "start-up, then kept current from the engine's own step times)");
 ABSL_FLAG(int32_t, prefill_spread_steps, 128,
           "piggybacking: only while the pending prompt tokens fit in this many filled decode steps, else "
           "prefill in bulk (0 = piggybacking off)");

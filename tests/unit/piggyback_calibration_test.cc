@@ -2,7 +2,10 @@
 // model, and the --piggyback setting's parsing.
 #include "scheduler/piggyback_calibration.h"
 
+#include <filesystem>
+#include <iterator>
 #include <memory>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "model/kv_cache.h"
@@ -83,6 +86,27 @@ TEST_F(MeasurePiggybackTest, TimesBothStepsAndAPrefill) {
   EXPECT_GT(t->filled_s, 0);
   EXPECT_GT(t->prefill_token_s, 0);
   EXPECT_NE(t->Describe().find("12 rows"), std::string::npos) << t->Describe();
+}
+
+// The measurement's OpenMP team must not outlive it: called from a thread that has none
+// yet, MeasurePiggyback leaves the process with as many threads as before. (A team left
+// on the caller's thread, beside the engine thread's, makes libgomp throttle its
+// spin-waits and slows every later step by ~25% on a small model.)
+TEST_F(MeasurePiggybackTest, LeavesNoOpenMpThreadsBehind) {
+  std::unique_ptr<KvCache> cache = Cache(12 * 5);
+  ASSERT_NE(cache, nullptr);
+  auto threads = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator());
+  };
+  std::ptrdiff_t before = 0, after = 0;
+  bool ok = false;
+  std::thread([&] {
+    before = threads();
+    ok = MeasurePiggyback(*model_, *cache, 8, 12, 2).ok();
+    after = threads();
+  }).join();
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(after, before);
 }
 
 TEST_F(MeasurePiggybackTest, RefusesACacheTooSmallForTheBatches) {
