@@ -81,17 +81,19 @@ absl::StatusOr<double> Time(Transformer& model, KvCache& cache, const ForwardBat
 
 }  // namespace
 
-double PiggybackTimings::ExtraRowSeconds() const {
-  if (filled_rows <= decode_rows) return 0;
-  return std::max(0.0, (filled_s - decode_s) / (filled_rows - decode_rows));
+double PiggybackTimings::Gain() const {
+  if (filled_rows <= decode_rows || decode_rows < 1 || filled_s <= 0) return 0;
+  const double half = filled_rows / 2.0;
+  return (half / decode_rows * decode_s + half * prefill_token_s) / filled_s;
 }
 
-bool PiggybackTimings::Pays() const { return filled_rows > decode_rows && ExtraRowSeconds() < 0.5 * prefill_token_s; }
+bool PiggybackTimings::Pays() const { return Gain() >= kPiggybackPays; }
 
 std::string PiggybackTimings::Describe() const {
   return absl::StrFormat(
-      "decode step %d rows %.2f ms, %d rows %.2f ms (%.3f ms a row more); bulk prefill %.3f ms a token: %s",
-      decode_rows, decode_s * 1e3, filled_rows, filled_s * 1e3, ExtraRowSeconds() * 1e3, prefill_token_s * 1e3,
+      "decode step %d rows %.2f ms, %d rows %.2f ms; bulk prefill %.3f ms a token; lockstep %.2fx the "
+      "piggybacked cost: %s",
+      decode_rows, decode_s * 1e3, filled_rows, filled_s * 1e3, prefill_token_s * 1e3, Gain(),
       Pays() ? "piggybacking pays" : "piggybacking does not pay");
 }
 

@@ -14,8 +14,8 @@ constexpr double kStaleWeight = 0.5;
 absl::Status PiggybackMonitorConfig::Validate() const {
   if (probe_interval <= absl::ZeroDuration()) return absl::InvalidArgumentError("probe_interval must be > 0");
   if (!(smoothing > 0 && smoothing <= 1)) return absl::InvalidArgumentError("smoothing must be in (0, 1]");
-  if (!(on_below > 0 && on_below <= off_above)) {
-    return absl::InvalidArgumentError("need 0 < on_below <= off_above");
+  if (!(off_below > 0 && off_below <= on_above)) {
+    return absl::InvalidArgumentError("need 0 < off_below <= on_above");
   }
   if (switch_after < absl::ZeroDuration()) return absl::InvalidArgumentError("switch_after must be >= 0");
   return absl::OkStatus();
@@ -53,9 +53,8 @@ void PiggybackMonitor::Observe(int32_t decode_rows, int32_t prefill_rows, absl::
 }
 
 void PiggybackMonitor::Decide(absl::Time now) {
-  const double extra = t_.ExtraRowSeconds();
-  const double bulk = t_.prefill_token_s;
-  const bool want = on_ ? extra <= config_.off_above * bulk : extra < config_.on_below * bulk;
+  const double gain = t_.Gain();
+  const bool want = on_ ? gain >= config_.off_below : gain > config_.on_above;
   if (want == on_) {
     wanted_since_ = absl::InfiniteFuture();
     return;

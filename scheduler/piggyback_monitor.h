@@ -18,8 +18,8 @@
 // Probe() asks for one step of the other kind (StepProbe, scheduler.h): a decode-only
 // step while on, a piggybacked one while off. A probe costs about one step's worth of
 // prompt progress every probe_interval (5 s).
-// Switching has a margin (on below 0.4, off above 0.6 bulk tokens a row; the start-up
-// rule is 0.5) and must be wanted for switch_after (10 s) with both kinds measured
+// Switching has a margin (on above a gain of 1.15, off below 1.05; the start-up rule is
+// 1.1) and must be wanted for switch_after (10 s) with both kinds measured
 // afresh in that time: a burst of slow steps from a neighbour on the machine (seen: a
 // second of 90-140 ms steps) moves whichever average the mode refreshes and would
 // otherwise flip the decision on a stale comparison. A real change of the machine's
@@ -41,8 +41,8 @@ struct PiggybackMonitorConfig {
   absl::Duration probe_interval = absl::Seconds(5);  // oldest an estimate gets before a probe
   double smoothing = 0.2;  // weight of a new sample in its average (of one after a gap of
                            // probe_interval or more, e.g. a probe's: 0.5 at least)
-  double on_below = 0.4;   // switch on when an extra row costs less than this many bulk tokens
-  double off_above = 0.6;  // switch off when it costs more than this many
+  double on_above = 1.15;  // switch on when PiggybackTimings::Gain() exceeds this
+  double off_below = 1.05; // switch off when it falls below this
   absl::Duration switch_after = absl::Seconds(10);  // how long a switch must be wanted
 
   absl::Status Validate() const;

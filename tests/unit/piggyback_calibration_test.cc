@@ -27,26 +27,26 @@ PiggybackTimings Timings(double decode_ms, double filled_ms, double prefill_toke
   return t;
 }
 
-TEST(PiggybackTimingsTest, PaysWhenTheExtraRowsCostLessThanHalfABulkToken) {
-  // A weight-stream-bound step (the 1b model): 12 rows cost what 8 do.
-  EXPECT_TRUE(Timings(70, 70, 4.65).Pays());
-  EXPECT_DOUBLE_EQ(Timings(70, 70, 4.65).ExtraRowSeconds(), 0);
-  // Noise may make the filled step the faster one: no extra cost, not a negative one.
-  EXPECT_EQ(Timings(76, 68, 4.8).ExtraRowSeconds(), 0);
-  EXPECT_TRUE(Timings(76, 68, 4.8).Pays());
-  // 2 ms a row against 4.65 / 2: pays; 2.5 ms a row: does not.
-  EXPECT_TRUE(Timings(70, 78, 4.65).Pays());
-  EXPECT_FALSE(Timings(70, 80, 4.65).Pays());
-  // The small model: 0.53 ms a row more, bulk prefill 0.52 ms a token.
-  EXPECT_FALSE(Timings(9.36, 11.48, 0.52).Pays());
-  EXPECT_NEAR(Timings(9.36, 11.48, 0.52).ExtraRowSeconds(), 0.53e-3, 1e-9);
+// Gain: lockstep (6/8 of an 8-row step + 6 bulk tokens) over a 12-row step.
+TEST(PiggybackTimingsTest, PaysWhenLockstepCostsTenPercentMore) {
+  // The 1b model in the slow-bandwidth state: 12 rows cost what 8 do.
+  EXPECT_NEAR(Timings(65, 66, 4.8).Gain(), (48.75 + 28.8) / 66, 1e-12);
+  EXPECT_TRUE(Timings(65, 66, 4.8).Pays());
+  // In the fast state 8 rows cost 47 ms: 0.97.
+  EXPECT_NEAR(Timings(47, 66, 4.8).Gain(), 0.970, 1e-3);
+  EXPECT_FALSE(Timings(47, 66, 4.8).Pays());
+  // The small model: 0.95.
+  EXPECT_FALSE(Timings(9.6, 10.2, 0.41).Pays());
+  // The margin: (52.5 + 27.9) / 1.1 = 73.09 ms.
+  EXPECT_TRUE(Timings(70, 73.0, 4.65).Pays());
+  EXPECT_FALSE(Timings(70, 73.2, 4.65).Pays());
 }
 
 TEST(PiggybackTimingsTest, NoExtraRowsNeverPays) {
   PiggybackTimings t = Timings(70, 70, 4.65);
   t.filled_rows = t.decode_rows;
   EXPECT_FALSE(t.Pays());
-  EXPECT_EQ(t.ExtraRowSeconds(), 0);
+  EXPECT_EQ(t.Gain(), 0);
   EXPECT_NE(t.Describe().find("does not pay"), std::string::npos) << t.Describe();
 }
 
