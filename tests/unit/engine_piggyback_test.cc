@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "scheduler/engine.h"
+#include "tests/util/clocked_model.h"
 #include "tests/util/engine_test_util.h"
 
 namespace llmserve {
@@ -18,22 +19,8 @@ namespace {
 using engine_test_util::Collect;
 using engine_test_util::Greedy;
 using engine_test_util::Prompt;
-
-class ManualClock {
- public:
-  absl::Time Now() {
-    std::lock_guard<std::mutex> l(mu_);
-    return now_;
-  }
-  void Advance(absl::Duration d) {
-    std::lock_guard<std::mutex> l(mu_);
-    now_ += d;
-  }
-
- private:
-  std::mutex mu_;
-  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
-};
+using ::llmserve::testing::ClockedModel;
+using ::llmserve::testing::ManualClock;
 
 // Fast state: a step reads the weights in 47 ms; each row beyond 8 costs 4.75 ms; bulk
 // prefill 4.8 ms a row.
@@ -42,23 +29,6 @@ absl::Duration FastStateStep(int64_t rows) {
   if (rows <= 16) return absl::Milliseconds(47) + absl::Microseconds(4750) * (rows - 8);
   return absl::Microseconds(4800) * rows;
 }
-
-class RowTimedModel final : public EngineModel {
- public:
-  RowTimedModel(std::unique_ptr<EngineModel> inner, ManualClock* clock) : inner_(std::move(inner)), clock_(clock) {}
-  int32_t vocab_size() const override { return inner_->vocab_size(); }
-  int32_t max_context() const override { return inner_->max_context(); }
-  int32_t num_blocks() const override { return inner_->num_blocks(); }
-  int32_t block_size() const override { return inner_->block_size(); }
-  absl::Status Forward(const ForwardBatch& batch, float* logits) override {
-    clock_->Advance(FastStateStep(static_cast<int64_t>(batch.tokens.size())));
-    return inner_->Forward(batch, logits);
-  }
-
- private:
-  std::unique_ptr<EngineModel> inner_;
-  ManualClock* clock_;
-};
 
 struct StepRows {
   int32_t decode, prefill;
@@ -101,7 +71,9 @@ TEST(EnginePiggybackTest, SwitchesOffWhenItsOwnStepsSayItDoesNotPay) {
   opts.max_context = 256;
   auto shared = std::make_shared<engine_test_util::FakeModelState>();
   auto e = Engine::Create(
-      c, std::make_unique<RowTimedModel>(std::make_unique<engine_test_util::FakeEngineModel>(opts, shared), &clock),
+      c,
+      std::make_unique<ClockedModel>(std::make_unique<engine_test_util::FakeEngineModel>(opts, shared), &clock,
+                                     [](const ForwardBatch& b) { return FastStateStep(std::ssize(b.tokens)); }),
       nullptr, &recorder);
   ASSERT_TRUE(e.ok()) << e.status();
   Engine& engine = **e;

@@ -17,57 +17,25 @@
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
 #include "server/server_config.h"
+#include "tests/util/clocked_model.h"
 #include "tests/util/fake_engine_model.h"
 #include "tests/util/prom_text.h"
 
 namespace llmserve {
 namespace {
 
+using ::llmserve::testing::ClockedModel;
 using ::llmserve::testing::FakeEngineModel;
 using ::llmserve::testing::FakeModelOptions;
 using ::llmserve::testing::FakeModelState;
 using ::llmserve::testing::FindSample;
+using ::llmserve::testing::ManualClock;
 using ::llmserve::testing::ParsePromText;
 using ::llmserve::testing::PromSample;
 
 const absl::Duration kWait = absl::Seconds(60);  // a hang, not a timing assertion
 const absl::Duration kForward = absl::Milliseconds(100);
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
-
-// Thread-safe. The engine's clock.
-class ManualClock {
- public:
-  absl::Time Now() {
-    std::lock_guard<std::mutex> l(mu_);
-    return now_;
-  }
-  void Advance(absl::Duration d) {
-    std::lock_guard<std::mutex> l(mu_);
-    now_ += d;
-  }
-
- private:
-  std::mutex mu_;
-  absl::Time now_ = kT0;
-};
-
-// The fake model, with every Forward taking exactly kForward of the manual clock.
-class ClockedModel final : public EngineModel {
- public:
-  ClockedModel(std::unique_ptr<EngineModel> inner, ManualClock* clock) : inner_(std::move(inner)), clock_(clock) {}
-  int32_t vocab_size() const override { return inner_->vocab_size(); }
-  int32_t max_context() const override { return inner_->max_context(); }
-  int32_t num_blocks() const override { return inner_->num_blocks(); }
-  int32_t block_size() const override { return inner_->block_size(); }
-  absl::Status Forward(const ForwardBatch& batch, float* logits) override {
-    clock_->Advance(kForward);
-    return inner_->Forward(batch, logits);
-  }
-
- private:
-  std::unique_ptr<EngineModel> inner_;
-  ManualClock* clock_;
-};
 
 MetricsConfigInfo Info() {
   MetricsConfigInfo i;
@@ -92,7 +60,7 @@ EngineRequest Greedy(int prompt_len, int32_t max_tokens, int salt) {
 
 // An engine over the clocked fake model with Metrics as its observer.
 struct Rig {
-  ManualClock clock;
+  ManualClock clock{kT0};
   std::shared_ptr<FakeModelState> state = std::make_shared<FakeModelState>();
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<Metrics> metrics;
@@ -111,7 +79,8 @@ struct Rig {
     c.scheduler.max_waiting = 64;
     c.scheduler.eos_id = -1;
     c.clock = [this] { return clock.Now(); };
-    auto e = Engine::Create(c, std::make_unique<ClockedModel>(std::make_unique<FakeEngineModel>(opts, state), &clock),
+    auto e = Engine::Create(c, std::make_unique<ClockedModel>(std::make_unique<FakeEngineModel>(opts, state), &clock,
+                                                           [](const ForwardBatch&) { return kForward; }),
                             nullptr, metrics.get());
     EXPECT_TRUE(e.ok()) << e.status();
     if (e.ok()) engine = *std::move(e);
