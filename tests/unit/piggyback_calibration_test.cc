@@ -2,6 +2,7 @@
 // model, and the --piggyback setting's parsing.
 #include "scheduler/piggyback_calibration.h"
 
+#include <chrono>
 #include <filesystem>
 #include <iterator>
 #include <memory>
@@ -103,7 +104,13 @@ TEST_F(MeasurePiggybackTest, LeavesNoOpenMpThreadsBehind) {
   std::thread([&] {
     before = threads();
     ok = MeasurePiggyback(*model_, *cache, 8, 12, 2).ok();
-    after = threads();
+    // libgomp's workers are detached: when the measuring thread exits they are told to
+    // go and vanish from /proc a moment later (on a loaded CI machine, not always before
+    // the join returns). A team left alive on this thread never goes, so wait for it.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((after = threads()) > before && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }).join();
   ASSERT_TRUE(ok);
   EXPECT_EQ(after, before);
