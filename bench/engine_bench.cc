@@ -10,7 +10,8 @@
 // --input-len ids, --output-len generated, EOS ignored, greedy), wait for its final event,
 // and submit the next, until C × --requests-per-slot requests are done. Reported:
 // generated tok/s over the wall time, mean step time (all steps, and decode-only steps),
-// mean tokens per step, TTFT and end-to-end latency medians, preemptions.
+// the median forward time of full decode steps (C rows, no prompt tokens), mean tokens
+// per step, TTFT and end-to-end latency medians, preemptions.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -51,6 +52,12 @@ namespace {
 
 using llmserve::DType;
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // Step statistics gathered on the engine thread.
 class StepStats : public llmserve::EngineObserver {
  public:
@@ -64,12 +71,17 @@ class StepStats : public llmserve::EngineObserver {
       ++decode_steps_;
       decode_s_ += s;
       decode_forward_s_ += absl::ToDoubleSeconds(r.forward);
+      if (r.decode_tokens == full_rows_) full_forward_ms_.push_back(absl::ToDoubleMilliseconds(r.forward));
     }
   }
-  void Reset() {
+  // full_rows: the concurrency about to run; its decode-only steps of that many rows are
+  // the steady state, comparable with the server's `--log-level trace` step lines.
+  void Reset(int full_rows) {
     std::lock_guard<std::mutex> lock(mu_);
     steps_ = decode_steps_ = tokens_ = 0;
     total_s_ = decode_s_ = decode_forward_s_ = 0;
+    full_rows_ = full_rows;
+    full_forward_ms_.clear();
   }
   nlohmann::ordered_json Json() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -79,6 +91,8 @@ class StepStats : public llmserve::EngineObserver {
     j["decode_step_ms_mean"] = decode_steps_ ? 1e3 * decode_s_ / static_cast<double>(decode_steps_) : 0.0;
     j["decode_forward_ms_mean"] = decode_steps_ ? 1e3 * decode_forward_s_ / static_cast<double>(decode_steps_) : 0.0;
     j["tokens_per_step"] = steps_ ? static_cast<double>(tokens_) / static_cast<double>(steps_) : 0.0;
+    j["full_decode_steps"] = full_forward_ms_.size();
+    j["full_decode_forward_ms_p50"] = Median(full_forward_ms_);
     return j;
   }
 
@@ -86,13 +100,9 @@ class StepStats : public llmserve::EngineObserver {
   mutable std::mutex mu_;
   int64_t steps_ = 0, decode_steps_ = 0, tokens_ = 0;
   double total_s_ = 0, decode_s_ = 0, decode_forward_s_ = 0;
+  int full_rows_ = 0;
+  std::vector<double> full_forward_ms_;
 };
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 int Fail(const std::string& msg) {
   std::cerr << "engine_bench: " << msg << "\n";
@@ -148,15 +158,15 @@ int main(int argc, char** argv) {
   if (!engine.ok()) return Fail(std::string(engine.status().message()));
   (*engine)->Start();
 
-  std::printf("%-6s %9s %10s %12s %14s %13s %10s %10s %10s %6s\n", "conc", "requests", "gen tok/s", "step ms",
-              "decode step ms", "(of it fwd)", "tok/step", "ttft p50", "e2e p50", "preempt");
+  std::printf("%-6s %9s %10s %12s %14s %13s %14s %10s %10s %10s %6s\n", "conc", "requests", "gen tok/s", "step ms",
+              "decode step ms", "(of it fwd)", "full fwd p50", "tok/step", "ttft p50", "e2e p50", "preempt");
   for (const int c : concurrencies) {
     const int total = c * absl::GetFlag(FLAGS_requests_per_slot);
     std::atomic<int> next{0}, failed{0};
     std::atomic<int64_t> generated{0};
     std::mutex mu;
     std::vector<double> ttft, e2e;
-    stats.Reset();
+    stats.Reset(c);
     const int64_t preempt0 = (*engine)->Stats().preemptions;
     const absl::Time start = absl::Now();
     std::vector<std::thread> clients;
@@ -206,9 +216,10 @@ int main(int argc, char** argv) {
     j["ttft_p50_s"] = Median(ttft);
     j["e2e_p50_s"] = Median(e2e);
     j["preemptions"] = (*engine)->Stats().preemptions - preempt0;
-    std::printf("%-6d %9d %10.1f %12.2f %14.2f %13.2f %10.1f %10.3f %10.3f %6lld\n", c, total,
+    std::printf("%-6d %9d %10.1f %12.2f %14.2f %13.2f %14.2f %10.1f %10.3f %10.3f %6lld\n", c, total,
                 j["generated_tok_per_s"].get<double>(), j["step_ms_mean"].get<double>(),
                 j["decode_step_ms_mean"].get<double>(), j["decode_forward_ms_mean"].get<double>(),
+                j["full_decode_forward_ms_p50"].get<double>(),
                 j["tokens_per_step"].get<double>(), Median(ttft),
                 Median(e2e), static_cast<long long>(j["preemptions"].get<int64_t>()));
     std::fflush(stdout);

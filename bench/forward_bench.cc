@@ -16,7 +16,10 @@
 // in Decode and reports the median step of each (small_gemm_on_ms, small_gemm_off_ms).
 // The KV cache has the weights' dtype (as llmserve's default); LLMSERVE_BENCH_KV=f32 or
 // bf16 sets it, =ab alternates an f32 and a bf16 cache step by step in Decode and reports
-// the median step of each (kv_f32_ms, kv_bf16_ms).
+// the median step of each (kv_f32_ms, kv_bf16_ms). LLMSERVE_BENCH_CONTEXT=N sets Decode's
+// cached tokens per sequence (default 128); =N,M alternates the two step by step, each
+// with its own cache, and reports the median step of each (ctx_N_ms, ctx_M_ms): a serving
+// run's decode steps see contexts from the prompt's length to prompt + output.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,9 +29,11 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "benchmark/benchmark.h"
 #include "model/kv_cache.h"
 #include "model/model_loader.h"
@@ -41,6 +46,21 @@ using llmserve::DType;
 
 constexpr int kThreads = 2;
 constexpr int kDecodeContext = 128;
+
+// Decode's contexts: LLMSERVE_BENCH_CONTEXT ("N" or "N,M"), else kDecodeContext.
+std::vector<int> DecodeContexts() {
+  std::vector<int> out;
+  const char* env = std::getenv("LLMSERVE_BENCH_CONTEXT");
+  std::string v = env != nullptr ? env : "";
+  while (!v.empty() && out.size() < 2) {
+    const size_t comma = v.find(',');
+    const int n = std::atoi(v.substr(0, comma).c_str());
+    if (n > 0) out.push_back(n);
+    v = comma == std::string::npos ? "" : v.substr(comma + 1);
+  }
+  if (out.empty()) out.push_back(kDecodeContext);
+  return out;
+}
 
 std::string ModelPath() {
   const char* env = std::getenv("LLMSERVE_BENCH_MODEL");
@@ -126,73 +146,89 @@ std::vector<int32_t> RandomTokens(int64_t n, int64_t vocab, uint32_t seed) {
   return t;
 }
 
+// One decode setup of an A/B: a cache holding `ctx` tokens of every sequence, and the
+// step's sequences (one token each at position ctx, rewritten every step).
+struct DecodeVariant {
+  std::string name;
+  int ctx = 0;
+  std::unique_ptr<llmserve::KvCache> cache;
+  std::vector<int32_t> blocks;
+  std::vector<llmserve::ForwardBatch::Seq> seqs;
+};
+
+// Allocates the variant's cache and prefills `batch` random contexts of v.ctx tokens.
+absl::Status SetUpDecode(llmserve::Transformer& model, int batch, DType kv, DecodeVariant& v, float* logits) {
+  const llmserve::ModelConfig& c = model.config();
+  const int64_t per_seq = (v.ctx + 1 + 15) / 16;
+  v.cache = NewCache(c, per_seq * batch, kv);
+  if (v.cache == nullptr) return absl::ResourceExhaustedError("cannot allocate the KV cache");
+  v.blocks.resize(static_cast<size_t>(per_seq * batch));
+  std::iota(v.blocks.begin(), v.blocks.end(), 0);
+  auto table = [&](int s) { return std::span<const int32_t>(v.blocks.data() + s * per_seq, per_seq); };
+  std::vector<int32_t> tokens = RandomTokens(int64_t{batch} * v.ctx, c.vocab_size, 1);
+  std::vector<llmserve::ForwardBatch::Seq> prompt;
+  std::vector<int32_t> rows;
+  for (int s = 0; s < batch; ++s) {
+    prompt.push_back({s * v.ctx, v.ctx, 0, table(s)});
+    rows.push_back((s + 1) * v.ctx - 1);
+    v.seqs.push_back({s, 1, v.ctx, table(s)});
+  }
+  return model.Forward({tokens, prompt, rows}, *v.cache, logits);
+}
+
 void Decode(benchmark::State& state, DType dtype) {
   Loaded& l = Get(dtype);
   if (l.model == nullptr) return state.SkipWithError(l.error.c_str());
   const llmserve::ModelConfig& c = l.model->config();
   const int batch = static_cast<int>(state.range(0));
-  const int ctx = static_cast<int>(std::min<int64_t>(kDecodeContext, c.context_length - 1));
-  const int64_t per_seq = (ctx + 1 + 15) / 16;
+  auto clamp = [&](int ctx) { return static_cast<int>(std::min<int64_t>(ctx, c.context_length - 1)); };
   const char* kv_env = std::getenv("LLMSERVE_BENCH_KV");
   const bool kv_ab = kv_env != nullptr && std::string(kv_env) == "ab";
-  // caches[0] is the one of the run; with the KV A/B, caches[0] is f32 and caches[1] bf16.
-  std::unique_ptr<llmserve::KvCache> caches[2];
-  caches[0] = NewCache(c, per_seq * batch, kv_ab ? DType::kF32 : KvDType(dtype));
-  if (kv_ab) caches[1] = NewCache(c, per_seq * batch, DType::kBF16);
-  if (caches[0] == nullptr || (kv_ab && caches[1] == nullptr)) return state.SkipWithError("cannot allocate the KV cache");
-  llmserve::KvCache* cache = caches[0].get();
-  std::vector<int32_t> blocks(static_cast<size_t>(per_seq * batch));
-  std::iota(blocks.begin(), blocks.end(), 0);
-  auto table = [&](int s) { return std::span<const int32_t>(blocks.data() + s * per_seq, per_seq); };
-  std::vector<float> logits(static_cast<size_t>(batch * c.vocab_size));
-
-  // Prefill every sequence's context once.
-  std::vector<int32_t> tokens = RandomTokens(int64_t{batch} * ctx, c.vocab_size, 1);
-  std::vector<llmserve::ForwardBatch::Seq> seqs;
-  std::vector<int32_t> rows;
-  for (int s = 0; s < batch; ++s) {
-    seqs.push_back({s * ctx, ctx, 0, table(s)});
-    rows.push_back((s + 1) * ctx - 1);
-  }
-  absl::Status st;
-  for (auto& kv : caches) {
-    if (kv != nullptr && st.ok()) st = l.model->Forward({tokens, seqs, rows}, *kv, logits.data());
-  }
-  if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
-
-  // Each step: one token per sequence at position ctx (rewritten every step).
-  std::vector<int32_t> step_tokens = RandomTokens(batch, c.vocab_size, 2);
-  seqs.clear();
-  rows.clear();
-  for (int s = 0; s < batch; ++s) {
-    seqs.push_back({s, 1, ctx, table(s)});
-    rows.push_back(s);
-  }
   const char* ab_env = std::getenv("LLMSERVE_BENCH_SMALL_GEMM");
-  const bool ab = ab_env != nullptr && std::string(ab_env) == "ab";
-  std::vector<double> ms[2];  // step times of the A/B modes: [off, on] or [f32 KV, bf16 KV]
-  for (auto _ : state) {
-    const bool on = ms[1].size() <= ms[0].size();
-    if (ab) llmserve::SetSmallGemmEnabled(on);
-    if (kv_ab) cache = caches[on ? 1 : 0].get();
-    const auto t0 = std::chrono::steady_clock::now();
-    st = l.model->Forward({step_tokens, seqs, rows}, *cache, logits.data());
-    benchmark::DoNotOptimize(logits.data());
-    if (ab || kv_ab) {
-      ms[on].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  const bool gemm_ab = ab_env != nullptr && std::string(ab_env) == "ab";
+  const std::vector<int> contexts = DecodeContexts();
+  // One variant, or the two sides of the KV or context A/B (the small-GEMM A/B switches
+  // the kernel instead: one variant, two modes).
+  std::vector<DecodeVariant> variants(kv_ab || contexts.size() == 2 ? 2 : 1);
+  std::vector<DType> kv_types(variants.size(), KvDType(dtype));
+  for (size_t i = 0; i < variants.size(); ++i) {
+    variants[i].ctx = clamp(contexts[kv_ab ? 0 : i]);
+    if (kv_ab) kv_types[i] = i == 0 ? DType::kF32 : DType::kBF16;
+    variants[i].name = kv_ab ? (i == 0 ? "kv_f32_ms" : "kv_bf16_ms") : "ctx_" + std::to_string(variants[i].ctx) + "_ms";
+  }
+  std::vector<float> logits(static_cast<size_t>(batch * c.vocab_size));
+  for (size_t i = 0; i < variants.size(); ++i) {
+    if (absl::Status st = SetUpDecode(*l.model, batch, kv_types[i], variants[i], logits.data()); !st.ok()) {
+      return state.SkipWithError(std::string(st.message()).c_str());
     }
   }
-  if (ab) llmserve::SetSmallGemmEnabled(true);
-  if (ab || kv_ab) {
-    const char* names[2][2] = {{"small_gemm_off_ms", "small_gemm_on_ms"}, {"kv_f32_ms", "kv_bf16_ms"}};
-    for (int on = 0; on < 2; ++on) {
-      std::sort(ms[on].begin(), ms[on].end());
-      if (!ms[on].empty()) state.counters[names[kv_ab ? 1 : 0][on]] = ms[on][ms[on].size() / 2];
+  std::vector<int32_t> step_tokens = RandomTokens(batch, c.vocab_size, 2);
+  std::vector<int32_t> rows(static_cast<size_t>(batch));
+  std::iota(rows.begin(), rows.end(), 0);
+  const bool ab = gemm_ab || variants.size() == 2;
+  std::vector<double> ms[2];  // step times of the A/B sides: [off, on] or [variant 0, variant 1]
+  absl::Status st;
+  for (auto _ : state) {
+    const int side = ab && ms[1].size() <= ms[0].size() ? 1 : 0;
+    if (gemm_ab) llmserve::SetSmallGemmEnabled(side == 1);
+    DecodeVariant& v = variants[gemm_ab ? 0 : static_cast<size_t>(side)];
+    const auto t0 = std::chrono::steady_clock::now();
+    st = l.model->Forward({step_tokens, v.seqs, rows}, *v.cache, logits.data());
+    benchmark::DoNotOptimize(logits.data());
+    if (ab) ms[side].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (gemm_ab) llmserve::SetSmallGemmEnabled(true);
+  if (ab) {
+    for (int side = 0; side < 2; ++side) {
+      std::sort(ms[side].begin(), ms[side].end());
+      const std::string name = gemm_ab ? (side == 1 ? "small_gemm_on_ms" : "small_gemm_off_ms") : variants[side].name;
+      if (!ms[side].empty()) state.counters[name] = ms[side][ms[side].size() / 2];
     }
   }
   if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
   const std::string name = std::string("Decode/") + llmserve::DTypeName(dtype).data() + "/" + std::to_string(batch);
-  MaybeProfile(name, *l.model, [&] { (void)l.model->Forward({step_tokens, seqs, rows}, *cache, logits.data()); });
+  DecodeVariant& v = variants.back();
+  MaybeProfile(name, *l.model, [&] { (void)l.model->Forward({step_tokens, v.seqs, rows}, *v.cache, logits.data()); });
   const double steps = static_cast<double>(state.iterations());
   state.counters["tokens_per_s"] = benchmark::Counter(steps * batch, benchmark::Counter::kIsRate);
   state.counters["weight_bytes_per_s"] =
