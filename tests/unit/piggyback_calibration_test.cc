@@ -2,9 +2,6 @@
 // model, and the --piggyback setting's parsing.
 #include "scheduler/piggyback_calibration.h"
 
-#include <chrono>
-#include <filesystem>
-#include <iterator>
 #include <memory>
 #include <thread>
 
@@ -14,6 +11,7 @@
 #include "model/transformer.h"
 #include "server/demo_model.h"
 #include "server/server_config.h"
+#include "tests/util/process_threads.h"
 
 namespace llmserve {
 namespace {
@@ -96,21 +94,12 @@ TEST_F(MeasurePiggybackTest, TimesBothStepsAndAPrefill) {
 TEST_F(MeasurePiggybackTest, LeavesNoOpenMpThreadsBehind) {
   std::unique_ptr<KvCache> cache = Cache(12 * 5);
   ASSERT_NE(cache, nullptr);
-  auto threads = [] {
-    return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator());
-  };
   std::ptrdiff_t before = 0, after = 0;
   bool ok = false;
   std::thread([&] {
-    before = threads();
+    before = ProcessThreads();
     ok = MeasurePiggyback(*model_, *cache, 8, 12, 2).ok();
-    // libgomp's workers are detached: when the measuring thread exits they are told to
-    // go and vanish from /proc a moment later (on a loaded CI machine, not always before
-    // the join returns). A team left alive on this thread never goes, so wait for it.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while ((after = threads()) > before && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    after = ThreadsOnceAtMost(before);
   }).join();
   ASSERT_TRUE(ok);
   EXPECT_EQ(after, before);
