@@ -16,7 +16,9 @@
 // in Decode and reports the median step of each (small_gemm_on_ms, small_gemm_off_ms).
 // The KV cache has the weights' dtype (as llmserve's default); LLMSERVE_BENCH_KV=f32 or
 // bf16 sets it, =ab alternates an f32 and a bf16 cache step by step in Decode and reports
-// the median step of each (kv_f32_ms, kv_bf16_ms). LLMSERVE_BENCH_CONTEXT=N sets Decode's
+// the median step of each (kv_f32_ms, kv_bf16_ms). LLMSERVE_BENCH_KV_PREFETCH=ab
+// alternates attention with and without its K/V prefetch stream (kv_prefetch_on_ms,
+// kv_prefetch_off_ms). LLMSERVE_BENCH_CONTEXT=N sets Decode's
 // cached tokens per sequence (default 128); =N,M alternates the two step by step, each
 // with its own cache, and reports the median step of each (ctx_N_ms, ctx_M_ms): a serving
 // run's decode steps see contexts from the prompt's length to prompt + output.
@@ -28,6 +30,7 @@
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -37,6 +40,7 @@
 #include "benchmark/benchmark.h"
 #include "model/kv_cache.h"
 #include "model/model_loader.h"
+#include "model/ops/paged_attention.h"
 #include "model/ops/small_gemm.h"
 #include "model/transformer.h"
 
@@ -176,6 +180,23 @@ absl::Status SetUpDecode(llmserve::Transformer& model, int batch, DType kv, Deco
   return model.Forward({tokens, prompt, rows}, *v.cache, logits);
 }
 
+// A library switch that Decode alternates step by step (side 1: on), from the
+// environment: LLMSERVE_BENCH_SMALL_GEMM=ab or LLMSERVE_BENCH_KV_PREFETCH=ab.
+struct SwitchAB {
+  std::string name;  // counter prefix
+  void (*set)(bool);
+};
+
+std::optional<SwitchAB> SwitchFromEnv() {
+  auto ab = [](const char* var) {
+    const char* env = std::getenv(var);
+    return env != nullptr && std::string(env) == "ab";
+  };
+  if (ab("LLMSERVE_BENCH_SMALL_GEMM")) return SwitchAB{"small_gemm", llmserve::SetSmallGemmEnabled};
+  if (ab("LLMSERVE_BENCH_KV_PREFETCH")) return SwitchAB{"kv_prefetch", llmserve::SetKvPrefetchEnabled};
+  return std::nullopt;
+}
+
 void Decode(benchmark::State& state, DType dtype) {
   Loaded& l = Get(dtype);
   if (l.model == nullptr) return state.SkipWithError(l.error.c_str());
@@ -184,11 +205,11 @@ void Decode(benchmark::State& state, DType dtype) {
   auto clamp = [&](int ctx) { return static_cast<int>(std::min<int64_t>(ctx, c.context_length - 1)); };
   const char* kv_env = std::getenv("LLMSERVE_BENCH_KV");
   const bool kv_ab = kv_env != nullptr && std::string(kv_env) == "ab";
-  const char* ab_env = std::getenv("LLMSERVE_BENCH_SMALL_GEMM");
-  const bool gemm_ab = ab_env != nullptr && std::string(ab_env) == "ab";
+  const std::optional<SwitchAB> sw = SwitchFromEnv();
+  const bool switch_ab = sw.has_value();  // a library switch's A/B: one variant, two modes
   const std::vector<int> contexts = DecodeContexts();
-  // One variant, or the two sides of the KV or context A/B (the small-GEMM A/B switches
-  // the kernel instead: one variant, two modes).
+  // One variant, or the two sides of the KV or context A/B (a switch's A/B runs one
+  // variant in two modes).
   std::vector<DecodeVariant> variants(kv_ab || contexts.size() == 2 ? 2 : 1);
   std::vector<DType> kv_types(variants.size(), KvDType(dtype));
   for (size_t i = 0; i < variants.size(); ++i) {
@@ -205,23 +226,23 @@ void Decode(benchmark::State& state, DType dtype) {
   std::vector<int32_t> step_tokens = RandomTokens(batch, c.vocab_size, 2);
   std::vector<int32_t> rows(static_cast<size_t>(batch));
   std::iota(rows.begin(), rows.end(), 0);
-  const bool ab = gemm_ab || variants.size() == 2;
+  const bool ab = switch_ab || variants.size() == 2;
   std::vector<double> ms[2];  // step times of the A/B sides: [off, on] or [variant 0, variant 1]
   absl::Status st;
   for (auto _ : state) {
     const int side = ab && ms[1].size() <= ms[0].size() ? 1 : 0;
-    if (gemm_ab) llmserve::SetSmallGemmEnabled(side == 1);
-    DecodeVariant& v = variants[gemm_ab ? 0 : static_cast<size_t>(side)];
+    if (switch_ab) sw->set(side == 1);
+    DecodeVariant& v = variants[switch_ab ? 0 : static_cast<size_t>(side)];
     const auto t0 = std::chrono::steady_clock::now();
     st = l.model->Forward({step_tokens, v.seqs, rows}, *v.cache, logits.data());
     benchmark::DoNotOptimize(logits.data());
     if (ab) ms[side].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  if (gemm_ab) llmserve::SetSmallGemmEnabled(true);
+  if (switch_ab) sw->set(true);
   if (ab) {
     for (int side = 0; side < 2; ++side) {
       std::sort(ms[side].begin(), ms[side].end());
-      const std::string name = gemm_ab ? (side == 1 ? "small_gemm_on_ms" : "small_gemm_off_ms") : variants[side].name;
+      const std::string name = switch_ab ? sw->name + (side == 1 ? "_on_ms" : "_off_ms") : variants[side].name;
       if (!ms[side].empty()) state.counters[name] = ms[side][ms[side].size() / 2];
     }
   }

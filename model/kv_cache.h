@@ -89,6 +89,9 @@ class KvCache {
   void ReadK(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const;
   void ReadV(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const;
 
+  // Bytes of one run (one block's K or V for one KV head).
+  size_t run_bytes() const { return head_bytes_; }
+
   // Bytes of all K and V arrays.
   size_t total_bytes() const;
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/ops/paged_attention_internal.h"
+#include "model/ops/paged_attention_prefetch.h"
 #include "model/ops/simd_math.h"
 
 namespace llmserve {
@@ -145,6 +146,9 @@ void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::spa
 #pragma omp parallel if (n > 1)
   {
     int64_t cur = next.fetch_add(1, std::memory_order_relaxed);
+    // The AVX-512 kernel's stream prefetches each successor's head; the first task's
+    // comes here.
+    if (avx512 && cur < n) KvPrefetchStream::PrefetchHead(a, list[ord[cur]]);
     while (cur < n) {
       const int64_t after = next.fetch_add(1, std::memory_order_relaxed);
       run(a, list[ord[cur]], after < n ? &list[ord[after]] : nullptr);

@@ -29,4 +29,8 @@ struct AttentionSeq {
 void PagedAttention(const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs, const float* q,
                     int64_t q_stride, int64_t num_heads, float scale, float* out, int64_t out_stride);
 
+// The AVX-512 kernel's K/V prefetch stream (model/ops/paged_attention_prefetch.h), on by
+// default; off only for in-process A/B benchmarks. Results do not depend on it.
+void SetKvPrefetchEnabled(bool enabled);
+
 }  // namespace llmserve

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model/ops/paged_attention_internal.h"
+#include "model/ops/paged_attention_prefetch.h"
 #include "model/ops/simd_math.h"  // <immintrin.h> without GCC 12's false warnings
 
 namespace llmserve::attention {
@@ -50,6 +51,7 @@ enum class Bf16Math { kWiden, kDot };
 struct Scratch {
   std::vector<float> q, acc, p, m, l, corr;
   std::vector<uint32_t> qw, pw;
+  KvPrefetchStream stream;
 };
 
 // Buffers of one task, sized for nq queries with rows of hdp floats. qw, pw: the bf16
@@ -58,6 +60,7 @@ struct Scratch {
 struct Buffers {
   float *q, *acc, *p, *m, *l, *corr;
   uint32_t *qw, *pw;
+  KvPrefetchStream* stream;  // the thread's prefetch stream
 };
 
 // Pair words per query of a tile: one vector of 16 tokens converts to 8 words, and the
@@ -73,16 +76,23 @@ T* Grow(std::vector<T>& v, int64_t n) {
 // The calling thread's buffers (compiled for the default target, like all library
 // code the AVX-512 section below uses: no template of the standard library gets
 // instantiated there).
-Buffers ThreadBuffers(int64_t nq, int64_t hdp) {
+Scratch& ThreadScratch() {
   thread_local Scratch sc;
+  return sc;
+}
+
+Buffers ThreadBuffers(int64_t nq, int64_t hdp) {
+  Scratch& sc = ThreadScratch();
   return Buffers{Grow(sc.q, nq * hdp),      Grow(sc.acc, nq * hdp), Grow(sc.p, nq * kTile),
                  Grow(sc.m, nq),            Grow(sc.l, nq),         Grow(sc.corr, nq),
-                 Grow(sc.qw, nq * hdp / 2), Grow(sc.pw, nq * kPairRow)};
+                 Grow(sc.qw, nq * hdp / 2), Grow(sc.pw, nq * kPairRow), &sc.stream};
 }
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 }  // namespace
+
+const KvPrefetchStream& ThreadPrefetchStream() { return ThreadScratch().stream; }
 
 // Everything below is compiled for AVX-512 (lambdas included, which a target attribute
 // does not reach). Only internal functions live here, and no standard-library template
@@ -193,7 +203,7 @@ void BuildTile(const KvCache& cache, int64_t layer, int64_t head, const int32_t*
 // so that the scattered blocks stream in while this tile computes.
 template <int QB, int TV, bool kBf16, bool kPrefetch>
 void Scores(const float* q, int64_t q_stride, int64_t hd, const TokenVec* tv, int64_t kstep, float* s,
-            const TokenVec* next) {
+            const TokenVec* next, KvPrefetchStream* stream) {
   auto prefetch = [&](int64_t offset) {
     if constexpr (kPrefetch) {
       Unroll<kTileVecs>([&](auto v) { _mm_prefetch(reinterpret_cast<const char*>(next[v].k + offset), _MM_HINT_T0); });
@@ -212,6 +222,7 @@ void Scores(const float* q, int64_t q_stride, int64_t hd, const TokenVec* tv, in
       __m512 k[TV];
       Unroll<TV>([&](auto v) { k[v] = _mm512_maskz_loadu_ps(mask[v], kp[v] + d * kstep); });
       prefetch(d * kstep);
+      stream->Step();
       Unroll<QB>([&](auto b) {
         const __m512 qd = _mm512_set1_ps(q[b * q_stride + d]);
         Unroll<TV>([&](auto v) { acc[b][v] = _mm512_fmadd_ps(qd, k[v], acc[b][v]); });
@@ -222,6 +233,7 @@ void Scores(const float* q, int64_t q_stride, int64_t hd, const TokenVec* tv, in
       __m512 ke[TV], ko[TV];
       Unroll<TV>([&](auto v) { WidenPairs(_mm512_maskz_loadu_epi32(mask[v], kp[v] + (d / 2) * kstep), ke[v], ko[v]); });
       prefetch((d / 2) * kstep);
+      stream->Step();
       Unroll<QB>([&](auto b) {
         const __m512 q0 = _mm512_set1_ps(q[b * q_stride + d]);
         const __m512 q1 = _mm512_set1_ps(q[b * q_stride + d + 1]);
@@ -244,7 +256,7 @@ void Scores(const float* q, int64_t q_stride, int64_t hd, const TokenVec* tv, in
 // memory and the 8 × 192 decode took 1.5–2x as long.)
 template <int QB, int TV, bool kPrefetch>
 void ScoresDot(const uint32_t* qw, int64_t qw_stride, int64_t hd, const TokenVec* tv, int64_t kstep, float* s,
-               const TokenVec* next) {
+               const TokenVec* next, KvPrefetchStream* stream) {
   __m512 acc[QB][TV];
   __mmask16 mask[TV];
   const uint8_t* kp[TV];
@@ -260,6 +272,7 @@ void ScoresDot(const uint32_t* qw, int64_t qw_stride, int64_t hd, const TokenVec
       Unroll<kTileVecs>(
           [&](auto v) { _mm_prefetch(reinterpret_cast<const char*>(next[v].k + j * kstep), _MM_HINT_T0); });
     }
+    stream->Step();
     Unroll<QB>([&](auto b) {
       const __m512bh qj = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(qw[b * qw_stride + j])));
       Unroll<TV>([&](auto v) { acc[b][v] = _mm512_dpbf16_ps(acc[b][v], reinterpret_cast<__m512bh>(k[v]), qj); });
@@ -275,7 +288,7 @@ void ScoresDot(const uint32_t* qw, int64_t qw_stride, int64_t hd, const TokenVec
 // kPrefetch: also prefetch the same part of the next tile's rows (next_rows).
 template <int QB, int DV, bool kBf16, bool kPrefetch>
 void AccumulateV(float* acc, int64_t acc_stride, const float* corr, const float* p, const uint8_t* const* vrows,
-                 int64_t limit, int64_t d0, int64_t hd, const uint8_t* const* next_rows) {
+                 int64_t limit, int64_t d0, int64_t hd, const uint8_t* const* next_rows, KvPrefetchStream* stream) {
   static_assert(!kBf16, "a bf16 cache goes through AccumulatePairs");
   constexpr int64_t kElem = 4;
   constexpr int kLines = (DV * kVec * static_cast<int>(kElem) + 63) / 64;
@@ -292,6 +305,7 @@ void AccumulateV(float* acc, int64_t acc_stride, const float* corr, const float*
       const char* nr = reinterpret_cast<const char*>(next_rows[t] + d0 * kElem);
       Unroll<kLines>([&](auto i) { _mm_prefetch(nr + 64 * i, _MM_HINT_T0); });
     }
+    stream->Step();
     __m512 x[DV];
     Unroll<DV>([&](auto j) { x[j] = _mm512_maskz_loadu_ps(dmask[j], row + j * kVec * 4); });
     Unroll<QB>([&](auto b) {
@@ -311,7 +325,8 @@ void AccumulateV(float* acc, int64_t acc_stride, const float* corr, const float*
 //           kPairRow words), one vdpbf16ps per word.
 template <int QB, int DV, Bf16Math kMath, bool kPrefetch>
 void AccumulatePairs(float* acc, int64_t acc_stride, const float* corr, const float* p, const uint32_t* pw,
-                     const Tile& tile, int64_t npairs, int64_t d0, int64_t hd, const uint8_t* const* next_rows) {
+                     const Tile& tile, int64_t npairs, int64_t d0, int64_t hd, const uint8_t* const* next_rows,
+                     KvPrefetchStream* stream) {
   constexpr int kLines = (DV * kVec * 4 + 63) / 64;
   __m512 a[QB][DV];
   __mmask16 dmask[DV];
@@ -327,6 +342,7 @@ void AccumulatePairs(float* acc, int64_t acc_stride, const float* corr, const fl
       const char* nr = reinterpret_cast<const char*>(next_rows[i] + d0 * 4);
       Unroll<kLines>([&](auto l) { _mm_prefetch(nr + 64 * l, _MM_HINT_T0); });
     }
+    stream->Step();
     __m512i w[DV];
     Unroll<DV>([&](auto j) { w[j] = _mm512_maskz_loadu_epi32(dmask[j], row + j * kVec * 4); });
     const bool single = tile.single[i];
@@ -354,12 +370,14 @@ void AccumulatePairs(float* acc, int64_t acc_stride, const float* corr, const fl
       [&](auto b) { Unroll<DV>([&](auto j) { _mm512_storeu_ps(acc + b * acc_stride + d0 + j * kVec, a[b][j]); }); });
 }
 
-using ScoresFn = void (*)(const float*, int64_t, int64_t, const TokenVec*, int64_t, float*, const TokenVec*);
-using ScoresDotFn = void (*)(const uint32_t*, int64_t, int64_t, const TokenVec*, int64_t, float*, const TokenVec*);
+using ScoresFn = void (*)(const float*, int64_t, int64_t, const TokenVec*, int64_t, float*, const TokenVec*,
+                          KvPrefetchStream*);
+using ScoresDotFn = void (*)(const uint32_t*, int64_t, int64_t, const TokenVec*, int64_t, float*, const TokenVec*,
+                             KvPrefetchStream*);
 using AccumulateFn = void (*)(float*, int64_t, const float*, const float*, const uint8_t* const*, int64_t, int64_t,
-                              int64_t, const uint8_t* const*);
+                              int64_t, const uint8_t* const*, KvPrefetchStream*);
 using PairsFn = void (*)(float*, int64_t, const float*, const float*, const uint32_t*, const Tile&, int64_t, int64_t,
-                         int64_t, const uint8_t* const*);
+                         int64_t, const uint8_t* const*, KvPrefetchStream*);
 
 // The kernels, as templates over (query block, vectors, prefetch) for the tables below.
 template <bool kBf16>
@@ -436,6 +454,16 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
     l[qi] = 0.0f;
   }
 
+  // The prefetch stream, paced by the kernels' inner-loop iterations: per tile and query
+  // block, the score pass's dims (pairs) and each value pass's tokens (pairs). Exact for
+  // decode; for prefill rows (which skip tiles past their position) an over-estimate,
+  // so the stream may end short: the loss is prefetches, never results.
+  const int64_t n_tiles = (n_tok + kTile - 1) / kTile;
+  const int64_t q_blocks = (nq + kQBlock - 1) / kQBlock;
+  const int64_t value_passes = (hd + kDBlock * kVec - 1) / (kDBlock * kVec);
+  const int64_t per_tile = kBf16 ? hd / 2 + value_passes * (kTile / 2) : hd + value_passes * kTile;
+  buf.stream->Plan(a, t, successor, n_tiles * q_blocks * per_tile);
+
   Tile tiles[2];
   Tile successor_first;  // the successor task's first tile: prefetched during the last tile
   BuildTile<kBf16>(cache, a.layer, t.kv_head, s.block_table.data(), vrow, 0, n_tok, tiles[0]);
@@ -462,9 +490,10 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
       const bool pfb = pf && b0 == q_first;
       if constexpr (kDot) {
         kKernel<ScoresDotK>[pfb][qb - 1][ntv - 1](qw + b0 * hdp / 2, hdp / 2, hd, tv, kstep, p + b0 * kTile,
-                                                   ahead->tv);
+                                                   ahead->tv, buf.stream);
       } else {
-        kKernel<ScoresK<kBf16>>[pfb][qb - 1][ntv - 1](qs + b0 * hdp, hdp, hd, tv, kstep, p + b0 * kTile, ahead->tv);
+        kKernel<ScoresK<kBf16>>[pfb][qb - 1][ntv - 1](qs + b0 * hdp, hdp, hd, tv, kstep, p + b0 * kTile, ahead->tv,
+                                                      buf.stream);
       }
     }
 
@@ -520,10 +549,11 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
         const int64_t dv = Min(kDBlock, (hd - d0 + kVec - 1) / kVec);
         if constexpr (kBf16) {
           kKernel<PairsK<kMath>>[pfb][qb - 1][dv - 1](acc + b0 * hdp, hdp, corr + b0, p + b0 * kTile,
-                                                        pw + b0 * kPairRow, tile, npairs, d0, hd, ahead->vrows);
+                                                        pw + b0 * kPairRow, tile, npairs, d0, hd, ahead->vrows,
+                                                        buf.stream);
         } else {
           kKernel<AccumulateK>[pfb][qb - 1][dv - 1](acc + b0 * hdp, hdp, corr + b0, p + b0 * kTile, tile.vrows, limit,
-                                                    d0, hd, ahead->vrows);
+                                                    d0, hd, ahead->vrows, buf.stream);
         }
       }
     }
