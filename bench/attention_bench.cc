@@ -7,12 +7,14 @@
 // 128 + 128-token request, as in the serving benchmark), of 1 sequence at context 2048,
 // and a 512-token prefill (one chunk, causal). "hot" repeats one layer, whose K/V then
 // sit in the caches (16 MiB f32 for 16 × 512); "cold" walks the 22 layers in turn, so
-// the K/V come from DRAM as in a real step. Counters:
+// the K/V come from DRAM as in a real step. "swept_prefetch_ab" (bf16 decode) sweeps
+// 64 MiB before each call and alternates the K/V prefetch stream on and off. Counters:
 //   kv_bytes_per_second  K and V bytes the call must read (each token once per KV head)
 //   gflops               2 · 2 · heads · head_dim · (keys each query sees), summed
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -125,6 +127,46 @@ void Attention(benchmark::State& state, DType dtype, int seqs, int rows, int cac
   state.counters["threads"] = omp_get_max_threads();
 }
 
+// The decode shapes again, each call after a 64 MiB sweep of both threads (as a step's
+// matmuls evict the K/V between a layer's attention and the next), alternating calls with
+// and without the K/V prefetch stream (SetKvPrefetchEnabled). Counters: the median call
+// of each (prefetch_on_us, prefetch_off_us) and on / off; time: the sweeps excluded.
+void SweptPrefetchAB(benchmark::State& state, int seqs, int cached) {
+  llmserve::ApplyThreadCount(g_threads);
+  Problem* p = Get(DType::kBF16, seqs, 1, cached);
+  if (p == nullptr) {
+    state.SkipWithError("cannot create the KV cache");
+    return;
+  }
+  static std::vector<char> junk(64 << 20, 1);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  const int64_t width = kHeads * kHeadDim;
+  std::vector<double> us[2];
+  int64_t layer = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    long sum = 0;
+#pragma omp parallel for reduction(+ : sum)
+    for (size_t i = 0; i < junk.size(); i += 64) sum += junk[i];
+    benchmark::DoNotOptimize(sum);
+    const int on = us[1].size() <= us[0].size() ? 1 : 0;
+    llmserve::SetKvPrefetchEnabled(on == 1);
+    state.ResumeTiming();
+    const auto t0 = std::chrono::steady_clock::now();
+    llmserve::PagedAttention(*p->cache, layer, p->seqs, p->q.data(), width, kHeads, scale, p->out.data(), width);
+    us[on].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    benchmark::ClobberMemory();
+    layer = (layer + 1) % kLayers;
+  }
+  llmserve::SetKvPrefetchEnabled(true);
+  for (auto& v : us) std::sort(v.begin(), v.end());
+  if (us[0].empty() || us[1].empty()) return;
+  const double off = us[0][us[0].size() / 2], on = us[1][us[1].size() / 2];
+  state.counters["prefetch_on_us"] = on;
+  state.counters["prefetch_off_us"] = off;
+  state.counters["on_over_off"] = on / off;
+}
+
 void Register() {
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     const std::string dt = dtype == DType::kF32 ? "f32" : "bf16";
@@ -139,6 +181,15 @@ void Register() {
       benchmark::RegisterBenchmark(("decode_1x2048/" + dt + "/" + temp).c_str(), Attention, dtype, 1, 1, 2047, cold)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
+    }
+    if (dtype == DType::kBF16) {
+      for (auto [seqs, cached] : {std::pair{8, 191}, std::pair{16, 511}, std::pair{1, 2047}}) {
+        const std::string name =
+            "decode_" + std::to_string(seqs) + "x" + std::to_string(cached + 1) + "/bf16/swept_prefetch_ab";
+        benchmark::RegisterBenchmark(name.c_str(), SweptPrefetchAB, seqs, cached)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
     benchmark::RegisterBenchmark(("prefill_512/" + dt).c_str(), Attention, dtype, 1, 512, 0, false)
         ->UseRealTime()

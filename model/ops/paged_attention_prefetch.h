@@ -7,8 +7,9 @@
 // (kAheadRuns runs) ahead of the kernel and issues its lines a few at a time from the
 // kernel's inner loops, paced to finish when the task does, so the transfer hides
 // under the arithmetic. Measured in one process against the plain kernel, layer after
-// layer with a 64 MiB sweep in between (as the matmuls do): 0.64–0.79 of the time at
-// 8 × 128 … 16 × 512 and 1 × 2048 (docs/PERFORMANCE.md).
+// layer with a 64 MiB sweep in between (as the matmuls do; attention_bench
+// --benchmark_filter=swept): 0.62 of the time at 8 × 192, 0.57 at 16 × 512, 0.73 at
+// 1 × 2048; results bit-identical (docs/PERFORMANCE.md).
 //
 // Lines go to L2 (_MM_HINT_T1): L1 prefetches of the same stream were 0.93 against
 // 0.69 for L2 ones (the L1 miss buffers fill and stall the kernel's own loads).
