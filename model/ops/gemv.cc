@@ -168,23 +168,24 @@ size_t GemvScratchElements(const GemvWeights& w, int64_t m) {
 
 void Gemv(const GemvWeights& w, const float* x, int64_t m, float* y, uint16_t* scratch) {
   if (m <= 0) return;
+  const bool bf16 = w.dtype == DType::kBF16;
   const int64_t xs = RoundUp(w.in, kXAlign);
-  if (w.dtype == DType::kBF16) {
-    for (int64_t r = 0; r < m; ++r) {
-      ConvertF32ToBf16(x + r * w.in, static_cast<size_t>(w.in), scratch + r * xs);
-      if (w.in % 2 != 0) scratch[r * xs + w.in] = 0;  // the odd k's partner in the last pair
-    }
-  }
   const int64_t panels = RoundUp(w.out, kGemvPanel) / kGemvPanel;
   const size_t bytes = static_cast<size_t>(panels * w.in_padded * kGemvPanel) * DTypeSize(w.dtype);
   if (bytes < kParallelMinBytes || panels < 2 || omp_get_max_threads() == 1 || omp_in_parallel()) {
+    if (bf16) ConvertRowsToBf16(x, m, w.in, scratch, xs, 0, 1);
     RunPanels(w, x, scratch, xs, m, 0, panels, y);
     return;
   }
 #pragma omp parallel
   {
-    const int64_t t = omp_get_thread_num();
-    const int64_t nt = omp_get_num_threads();
+    const int t = omp_get_thread_num();
+    const int nt = omp_get_num_threads();
+    // Each thread rounds a slice of x, so that none waits for one to round it all.
+    if (bf16) {
+      ConvertRowsToBf16(x, m, w.in, scratch, xs, t, nt);
+#pragma omp barrier
+    }
     RunPanels(w, x, scratch, xs, m, panels * t / nt, panels * (t + 1) / nt, y);
   }
 }

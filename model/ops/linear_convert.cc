@@ -112,6 +112,21 @@ void ConvertF32ToBf16(const float* x, size_t n, uint16_t* y) {
   }
 }
 
+void ConvertRowsToBf16(const float* x, int64_t m, int64_t in, uint16_t* y, int64_t ys, int t, int nt) {
+  auto row = [&](int64_t r, int64_t begin, int64_t end) {
+    if (end <= begin) return;
+    F32ToBf16Dispatch(x + r * in + begin, static_cast<size_t>(end - begin), y + r * ys + begin);
+    if (end == in && in % 2 != 0) y[r * ys + in] = 0;
+  };
+  if (m >= nt) {
+    for (int64_t r = m * t / nt; r < m * (t + 1) / nt; ++r) row(r, 0, in);
+    return;
+  }
+  const int64_t groups = (in + 31) / 32;
+  const int64_t begin = std::min(in, groups * t / nt * 32), end = std::min(in, groups * (t + 1) / nt * 32);
+  for (int64_t r = 0; r < m; ++r) row(r, begin, end);
+}
+
 void ConvertWeights(DType src_type, const void* src, size_t n, DType dst_type, void* dst) {
   const auto* s = static_cast<const unsigned char*>(src);
   auto* d = static_cast<unsigned char*>(dst);

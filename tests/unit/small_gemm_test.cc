@@ -52,9 +52,11 @@ TEST_P(SmallGemmTest, MatchesDoubleReference) {
   const DType dtype = GetParam();
   // (out, in): tiny, odd in, out not a multiple of 64, exact panels, several k blocks
   // (256 steps; a step is 1 k for f32, 2 k for bf16), and > 64 KiB
-  // of weights (parallel path, uneven panel counts per thread).
+  // of weights (parallel path, uneven panel counts per thread; 3 threads round uneven
+  // shares of x).
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},    {3, 5},    {50, 33},    {172, 64},
-                                                           {130, 17}, {70, 600}, {1000, 300}, {200, 2049}};
+                                                           {130, 17}, {70, 600}, {1000, 300}, {200, 2049},
+                                                           {2000, 1030}};
   for (auto [out, in] : shapes) {
     for (bool with_bias : {false, true}) {
       Packed p = MakePacked(dtype, out, in, with_bias, static_cast<uint32_t>(out * 31 + in));
@@ -62,7 +64,7 @@ TEST_P(SmallGemmTest, MatchesDoubleReference) {
       const int64_t rows = kSmallGemmMaxRows;
       const std::vector<float> x = RandomFloats(static_cast<size_t>(rows * in), static_cast<uint32_t>(in + 7));
       const test_util::Reference ref = ComputeReference(dtype, p, x, rows);
-      for (int threads : {1, 2}) {
+      for (int threads : {1, 2, 3}) {
         omp_set_num_threads(threads);
         for (int64_t m = 1; m <= kSmallGemmMaxRows; ++m) {
           std::vector<float> y(static_cast<size_t>(m * out + 16), std::nanf(""));
@@ -93,7 +95,7 @@ TEST_P(SmallGemmTest, RowsMatchTheGemvBitForBit) {
   // Block sizes: the default (0), one that leaves a short last block, one above the panel.
   for (int64_t block_steps : {0, 7, 2048}) {
     SetSmallGemmBlockStepsOverride(block_steps);
-    for (int threads : {1, 2}) {
+    for (int threads : {1, 2, 3}) {
       omp_set_num_threads(threads);
       for (int64_t m : {5, 8, 13, 16, 32}) {
         std::vector<float> y(static_cast<size_t>(m * out));
