@@ -14,10 +14,11 @@ namespace llmserve {
 void ConvertF32ToBf16(const float* x, size_t n, uint16_t* y);
 
 // Thread `t` of `nt`'s share of converting the m rows of x [m, in] (f32) to bf16 rows of
-// stride `ys` elements in y (in rounded up to even, at least), with a zero after an odd `in`
-// (the partner of the last k in a k pair): whole rows when m >= nt, else a slice of every row (starting at a
-// multiple of 32 elements). The decode kernels run it inside their parallel region, so
-// that no thread waits for one to convert everything. (0, 1) converts it all.
+// stride `ys` elements in y (at least `in` rounded up to even), with a zero after an odd
+// `in` (the partner of the last k in a k pair): whole rows when m >= nt, else a slice of
+// every row (starting at a multiple of 32 elements). The decode kernels run it inside
+// their parallel region, so that no thread waits for one to convert everything. (0, 1)
+// converts it all.
 void ConvertRowsToBf16(const float* x, int64_t m, int64_t in, uint16_t* y, int64_t ys, int t, int nt);
 
 // Converts `n` elements of `src_type` at `src` (any alignment) to `dst_type` (kF32 or

@@ -363,6 +363,34 @@ TEST_P(ConvertTest, F32ToBf16RoundsToNearestEven) {
   for (uint16_t h : nan_out) EXPECT_TRUE(std::isnan(Bf16Value(h))) << std::hex << h;
 }
 
+TEST_P(ConvertTest, RowSharesTogetherConvertEveryRow) {
+  // The threads' shares of ConvertRowsToBf16 (whole rows, or slices of every row when
+  // there are fewer rows than threads) cover each row once: the union equals the whole
+  // conversion, with the zero after an odd `in` and the stride's padding untouched.
+  for (int64_t in : {1, 31, 33, 64, 1001, 2048}) {
+    const int64_t ys = (in + 31) / 32 * 32 + 32;
+    for (int64_t m : {1, 2, 3, 8}) {
+      const std::vector<float> x = RandomFloats(static_cast<size_t>(m * in), static_cast<uint32_t>(in + m), -4, 4);
+      for (int nt : {1, 2, 3, 5}) {
+        std::vector<uint16_t> y(static_cast<size_t>(m * ys), 0xabcd);
+        for (int t = 0; t < nt; ++t) ConvertRowsToBf16(x.data(), m, in, y.data(), ys, t, nt);
+        const std::string what = "in " + std::to_string(in) + " m " + std::to_string(m) + " nt " + std::to_string(nt);
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t i = 0; i < in; ++i) {
+            ASSERT_EQ(Bf16Value(y[static_cast<size_t>(r * ys + i)]), RoundToBf16(x[static_cast<size_t>(r * in + i)]))
+                << what << " row " << r << " element " << i;
+          }
+          const int64_t pad = in % 2 != 0 ? in + 1 : in;  // the odd k's zero partner
+          if (pad > in) {
+            ASSERT_EQ(y[static_cast<size_t>(r * ys + in)], 0) << what << " row " << r;
+          }
+          for (int64_t i = pad; i < ys; ++i) ASSERT_EQ(y[static_cast<size_t>(r * ys + i)], 0xabcd) << what;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(ConvertTest, WeightsFromEveryDType) {
   const int64_t out = 37, in = 19;  // odd sizes: tails of every vector loop
   for (DType src : {DType::kF32, DType::kF16, DType::kBF16}) {
