@@ -35,7 +35,7 @@ stem="bench/results/engine-$(date -u +%Y%m%dT%H%MZ)"
   for m in ${models//,/ }; do
     for d in ${dtypes//,/ }; do
       for p in ${policies//,/ }; do
-        echo "## $m weights=$d policy=$p input=$in_len output=$out_len threads=2"
+        echo "## $m weights=$d kv=$d (auto: the weights' dtype) policy=$p input=$in_len output=$out_len threads=2"
         build/bench/engine_bench --model "build/benchmodels/llama-$m-bf16.gguf" \
           --weight_dtype "$d" --step_policy "$p" --concurrency "$conc" --input_len "$in_len" \
           --output_len "$out_len" --threads 2 --json "$stem.jsonl"
