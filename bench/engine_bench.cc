@@ -33,6 +33,7 @@
 #include "model/transformer.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/engine.h"
+#include "server/server_config.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, model, "", "model file or directory (GGUF, HF, llama2.c .bin)");
@@ -129,11 +130,13 @@ int main(int argc, char** argv) {
   if (!weights.ok()) return Fail(std::string(weights.status().message()));
   const llmserve::ModelConfig cfg = (*weights)->config;
   llmserve::RuntimeConfig rt;
-  const std::string weight_dtype = absl::GetFlag(FLAGS_weight_dtype), kv_dtype = absl::GetFlag(FLAGS_kv_dtype);
-  if (weight_dtype != "f32" && weight_dtype != "bf16") return Fail("--weight_dtype: f32 or bf16");
-  if (kv_dtype != "f32" && kv_dtype != "bf16" && kv_dtype != "auto") return Fail("--kv_dtype: f32, bf16 or auto");
-  rt.weight_dtype = weight_dtype == "f32" ? DType::kF32 : DType::kBF16;
-  rt.kv_dtype = kv_dtype == "auto" ? rt.weight_dtype : kv_dtype == "bf16" ? DType::kBF16 : DType::kF32;
+  // The server's own flag parsing: bad values fail, kv "auto" takes the weights' dtype.
+  auto weight_dtype = llmserve::ParseComputeDType("weight_dtype", absl::GetFlag(FLAGS_weight_dtype), false);
+  if (!weight_dtype.ok()) return Fail(std::string(weight_dtype.status().message()));
+  auto kv_dtype = llmserve::ParseComputeDType("kv_dtype", absl::GetFlag(FLAGS_kv_dtype), true);
+  if (!kv_dtype.ok()) return Fail(std::string(kv_dtype.status().message()));
+  rt.weight_dtype = **weight_dtype;
+  rt.kv_dtype = kv_dtype->value_or(rt.weight_dtype);
   rt.threads = absl::GetFlag(FLAGS_threads);
   auto model = llmserve::Transformer::Create(**weights, rt);
   if (!model.ok()) return Fail(std::string(model.status().message()));
