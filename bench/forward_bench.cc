@@ -18,7 +18,9 @@
 // bf16 sets it, =ab alternates an f32 and a bf16 cache step by step in Decode and reports
 // the median step of each (kv_f32_ms, kv_bf16_ms). LLMSERVE_BENCH_KV_PREFETCH=ab
 // alternates attention with and without its K/V prefetch stream (kv_prefetch_on_ms,
-// kv_prefetch_off_ms). LLMSERVE_BENCH_CONTEXT=N sets Decode's
+// kv_prefetch_off_ms); LLMSERVE_BENCH_BF16_FMA=ab the bf16 small-batch kernel with f32
+// FMAs and with vdpbf16ps (bf16_fma_on_ms, bf16_fma_off_ms; model/ops/small_gemm.h).
+// LLMSERVE_BENCH_CONTEXT=N sets Decode's
 // cached tokens per sequence (default 128); =N,M alternates the two step by step, each
 // with its own cache, and reports the median step of each (ctx_N_ms, ctx_M_ms): a serving
 // run's decode steps see contexts from the prompt's length to prompt + output.
@@ -181,7 +183,7 @@ absl::Status SetUpDecode(llmserve::Transformer& model, int batch, DType kv, Deco
 }
 
 // A library switch that Decode alternates step by step (side 1: on), from the
-// environment: LLMSERVE_BENCH_SMALL_GEMM=ab or LLMSERVE_BENCH_KV_PREFETCH=ab.
+// environment: LLMSERVE_BENCH_{SMALL_GEMM,KV_PREFETCH,BF16_FMA}=ab.
 struct SwitchAB {
   std::string name;  // counter prefix
   void (*set)(bool);
@@ -194,6 +196,12 @@ std::optional<SwitchAB> SwitchFromEnv() {
   };
   if (ab("LLMSERVE_BENCH_SMALL_GEMM")) return SwitchAB{"small_gemm", llmserve::SetSmallGemmEnabled};
   if (ab("LLMSERVE_BENCH_KV_PREFETCH")) return SwitchAB{"kv_prefetch", llmserve::SetKvPrefetchEnabled};
+  if (ab("LLMSERVE_BENCH_BF16_FMA")) {
+    return SwitchAB{"bf16_fma", [](bool on) {
+                      llmserve::SetSmallGemmBf16KernelOverride(on ? llmserve::Bf16Kernel::kFma
+                                                                  : llmserve::Bf16Kernel::kDot);
+                    }};
+  }
   return std::nullopt;
 }
 
@@ -303,6 +311,10 @@ int main(int argc, char** argv) {
   // LLMSERVE_BENCH_SMALL_GEMM=0: batches of 5..32 rows on oneDNN (A/B of model/ops/small_gemm.h).
   const char* small_gemm = std::getenv("LLMSERVE_BENCH_SMALL_GEMM");
   if (small_gemm != nullptr && std::string(small_gemm) == "0") llmserve::SetSmallGemmEnabled(false);
+  // LLMSERVE_BENCH_SMALL_GEMM_ROWS=N: the small-batch kernel for every M up to N.
+  if (const char* rows = std::getenv("LLMSERVE_BENCH_SMALL_GEMM_ROWS"); rows != nullptr) {
+    llmserve::SetSmallGemmDispatchOverride(std::atoll(rows));
+  }
   benchmark::AddCustomContext("small_gemm", llmserve::SmallGemmEnabled() ? "on" : "off");
   benchmark::AddCustomContext("model", ModelPath());
   benchmark::AddCustomContext("threads", std::to_string(kThreads));

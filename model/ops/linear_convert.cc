@@ -112,19 +112,58 @@ void ConvertF32ToBf16(const float* x, size_t n, uint16_t* y) {
   }
 }
 
-void ConvertRowsToBf16(const float* x, int64_t m, int64_t in, uint16_t* y, int64_t ys, int t, int nt) {
-  auto row = [&](int64_t r, int64_t begin, int64_t end) {
-    if (end <= begin) return;
-    F32ToBf16Dispatch(x + r * in + begin, static_cast<size_t>(end - begin), y + r * ys + begin);
-    if (end == in && in % 2 != 0) y[r * ys + in] = 0;
-  };
+namespace {
+
+// Calls row(r, begin, end) for thread t's share of an [m, in] matrix's rows (see
+// ConvertRowsToBf16).
+LLMSERVE_TARGET_AVX512 void Bf16ToF32Avx512(const uint16_t* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 mask = simd::TailMask(n - i);
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, x + i));
+    _mm512_mask_storeu_ps(y + i, mask, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+  }
+}
+
+void Bf16ToF32Dispatch(const uint16_t* x, int64_t n, float* y) {
+  if (simd::UseAvx512()) return Bf16ToF32Avx512(x, n, y);
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t f = uint32_t{x[j]} << 16;
+    std::memcpy(y + j, &f, sizeof(f));
+  }
+}
+
+template <class Row>
+void ForThreadShare(int64_t m, int64_t in, int t, int nt, Row row) {
   if (m >= nt) {
-    for (int64_t r = m * t / nt; r < m * (t + 1) / nt; ++r) row(r, 0, in);
+    for (int64_t r = m * t / nt; r < m * (t + 1) / nt; ++r) row(r, int64_t{0}, in);
     return;
   }
   const int64_t groups = (in + 31) / 32;
   const int64_t begin = std::min(in, groups * t / nt * 32), end = std::min(in, groups * (t + 1) / nt * 32);
   for (int64_t r = 0; r < m; ++r) row(r, begin, end);
+}
+
+}  // namespace
+
+void ConvertRowsToBf16(const float* x, int64_t m, int64_t in, uint16_t* y, int64_t ys, int t, int nt) {
+  ForThreadShare(m, in, t, nt, [&](int64_t r, int64_t begin, int64_t end) {
+    if (end <= begin) return;
+    F32ToBf16Dispatch(x + r * in + begin, static_cast<size_t>(end - begin), y + r * ys + begin);
+    if (end == in && in % 2 != 0) y[r * ys + in] = 0;
+  });
+}
+
+void RoundRowsToBf16(const float* x, int64_t m, int64_t in, float* y, int64_t ys, int t, int nt) {
+  ForThreadShare(m, in, t, nt, [&](int64_t r, int64_t begin, int64_t end) {
+    constexpr int64_t kPiece = 256;
+    uint16_t bits[kPiece];
+    for (int64_t i = begin; i < end; i += kPiece) {
+      const int64_t n = std::min(kPiece, end - i);
+      F32ToBf16Dispatch(x + r * in + i, static_cast<size_t>(n), bits);
+      Bf16ToF32Dispatch(bits, n, y + r * ys + i);
+    }
+    if (end == in && in % 2 != 0) y[r * ys + in] = 0.0f;
+  });
 }
 
 void ConvertWeights(DType src_type, const void* src, size_t n, DType dst_type, void* dst) {

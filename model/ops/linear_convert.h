@@ -21,6 +21,10 @@ void ConvertF32ToBf16(const float* x, size_t n, uint16_t* y);
 // converts it all.
 void ConvertRowsToBf16(const float* x, int64_t m, int64_t in, uint16_t* y, int64_t ys, int t, int nt);
 
+// As ConvertRowsToBf16, but the rounded values are written as f32 (bf16 bits in the upper
+// half, zeros below), for kernels that multiply bf16 weights with f32 FMAs.
+void RoundRowsToBf16(const float* x, int64_t m, int64_t in, float* y, int64_t ys, int t, int nt);
+
 // Converts `n` elements of `src_type` at `src` (any alignment) to `dst_type` (kF32 or
 // kBF16) at `dst` (aligned for dst_type). Parallel over chunks.
 void ConvertWeights(DType src_type, const void* src, size_t n, DType dst_type, void* dst);

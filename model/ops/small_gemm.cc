@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "model/ops/linear_convert.h"
 #include "model/ops/simd_math.h"
@@ -44,6 +46,10 @@ constexpr int64_t kXAlign = 32;
 std::atomic<bool> small_gemm_enabled{true};
 std::atomic<int64_t> dispatch_override{-1};
 std::atomic<int64_t> block_steps_override{0};
+std::atomic<int> bf16_kernel_override{-1};  // a Bf16Kernel, or -1: the measured choice
+// SmallGemmBf16Kernel picks the FMA kernel when it takes less than this much of
+// vdpbf16ps's time.
+constexpr double kFmaMustWin = 0.9;
 
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
@@ -117,6 +123,41 @@ LLMSERVE_TARGET_AVX512_BF16 void TileBf16(const unsigned char* w, int64_t steps,
   StoreAcc<R>(acc, o);
 }
 
+// As TileBf16, with f32 FMAs: each 16-output × k-pair weight vector is widened into its
+// odd-k and even-k halves (a mask and a shift), which are multiplied into the sums in
+// that order with x already rounded to bf16 (xf: f32 copy). That is what vdpbf16ps does
+// (two fused multiply-adds, the odd k first; bf16 products are exact in f32), so the
+// results are bit for bit the same, except that vdpbf16ps also flushes denormals to zero.
+// On CPUs that run f32 FMAs at more than twice the rate of vdpbf16ps (Intel's, measured:
+// docs/PERFORMANCE.md) this is the faster kernel.
+template <int R>
+LLMSERVE_TARGET_AVX512 void TileBf16Fma(const unsigned char* w, int64_t steps, const float* xf, int64_t xs,
+                                        const PrefetchPlan& pf, const TileOut& o) {
+  __m512 acc[R][4];
+  LoadAcc<R>(acc, o);
+  const __m512i odd_mask = _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
+  int64_t done = 0;
+  for (int64_t k = 0; k < steps; ++k) {
+    const unsigned char* row = w + k * kRowBytes;
+    Prefetch(pf, done);
+    __m512 xe[R], xo[R];
+    for (int r = 0; r < R; ++r) {
+      xe[r] = _mm512_set1_ps(xf[r * xs + 2 * k]);
+      xo[r] = _mm512_set1_ps(xf[r * xs + 2 * k + 1]);
+    }
+    for (int j = 0; j < 4; ++j) {
+      const __m512i raw = _mm512_loadu_si512(row + 64 * j);
+      const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(raw, odd_mask));
+      const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+      for (int r = 0; r < R; ++r) {
+        acc[r][j] = _mm512_fmadd_ps(odd, xo[r], acc[r][j]);
+        acc[r][j] = _mm512_fmadd_ps(even, xe[r], acc[r][j]);
+      }
+    }
+  }
+  StoreAcc<R>(acc, o);
+}
+
 // R rows × 64 outputs over `steps` k of an f32 block; x at the block's first k.
 template <int R>
 LLMSERVE_TARGET_AVX512 void TileF32(const unsigned char* w, int64_t steps, const float* x, int64_t xs,
@@ -138,9 +179,20 @@ LLMSERVE_TARGET_AVX512 void TileF32(const unsigned char* w, int64_t steps, const
 }
 
 // A tile of `rows` (1..kTileRows) rows; x points at the tile's first row, block's first k.
-void RunTile(DType dtype, int rows, const unsigned char* w, int64_t steps, const void* x, int64_t xs,
-             const PrefetchPlan& pf, const TileOut& o) {
+void RunTile(DType dtype, Bf16Kernel kernel, int rows, const unsigned char* w, int64_t steps, const void* x,
+             int64_t xs, const PrefetchPlan& pf, const TileOut& o) {
   static_assert(kTileRows == 6, "RunTile instantiates R = 1..6");
+  if (dtype == DType::kBF16 && kernel == Bf16Kernel::kFma) {
+    const auto* xf = static_cast<const float*>(x);
+    switch (rows) {
+      case 1: return TileBf16Fma<1>(w, steps, xf, xs, pf, o);
+      case 2: return TileBf16Fma<2>(w, steps, xf, xs, pf, o);
+      case 3: return TileBf16Fma<3>(w, steps, xf, xs, pf, o);
+      case 4: return TileBf16Fma<4>(w, steps, xf, xs, pf, o);
+      case 5: return TileBf16Fma<5>(w, steps, xf, xs, pf, o);
+      default: return TileBf16Fma<6>(w, steps, xf, xs, pf, o);
+    }
+  }
   if (dtype == DType::kBF16) {
     const auto* xb = static_cast<const uint16_t*>(x);
     switch (rows) {
@@ -163,13 +215,14 @@ void RunTile(DType dtype, int rows, const unsigned char* w, int64_t steps, const
   }
 }
 
-// Panels [p0, p1) of all m rows. x: f32 [m, in] (f32 weights) or the bf16 copy (stride xs).
-void RunPanels(const GemvWeights& w, const void* x, int64_t xs, int64_t m, int64_t p0, int64_t p1, int64_t panels,
-               float* y) {
+// Panels [p0, p1) of all m rows. x: f32 [m, in] (f32 weights) or the rounded copy (stride
+// xs; bf16, or f32 for the FMA kernel).
+void RunPanels(const GemvWeights& w, Bf16Kernel kernel, const void* x, int64_t xs, int64_t m, int64_t p0, int64_t p1,
+               int64_t panels, float* y) {
   const bool bf16 = w.dtype == DType::kBF16;
   const int64_t steps = bf16 ? (w.in + 1) / 2 : w.in;
   const int64_t x_per_step = bf16 ? 2 : 1;  // x elements per step
-  const size_t xsize = bf16 ? sizeof(uint16_t) : sizeof(float);
+  const size_t xsize = bf16 && kernel == Bf16Kernel::kDot ? sizeof(uint16_t) : sizeof(float);
   const int64_t panel_bytes = w.in_padded * kGemvPanel * static_cast<int64_t>(DTypeSize(w.dtype));
   const auto* base = static_cast<const unsigned char*>(w.data);
   const int64_t forced_steps = block_steps_override.load(std::memory_order_relaxed);
@@ -202,32 +255,106 @@ void RunPanels(const GemvWeights& w, const void* x, int64_t xs, int64_t m, int64
         o.first = kb == 0;
         o.last = last_block;
         const void* xt = static_cast<const unsigned char*>(x) + static_cast<size_t>(r0 * xs + kb * x_per_step) * xsize;
-        RunTile(w.dtype, rows, panel + kb * kRowBytes, n, xt, xs, pf, o);
+        RunTile(w.dtype, kernel, rows, panel + kb * kRowBytes, n, xt, xs, pf, o);
         r0 += rows;
       }
     }
   }
 }
 
+// One 64 KiB block (256 steps) through two 4-row tiles, as a decode step of 8 rows runs
+// it, with the weights in cache: the kernel's arithmetic alone. Microseconds, best of 5.
+double TimeBf16Block(Bf16Kernel kernel) {
+  constexpr int64_t kSteps = 256, kRows = 8, kIn = 2 * kSteps;
+  std::vector<uint16_t> w(static_cast<size_t>(kSteps * kRowBytes / 2));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint16_t>(0x3c00 + (i * 7919) % 1024);  // ~0.01-0.03
+  std::vector<float> xf(static_cast<size_t>(kRows * kIn), 0.5f);
+  std::vector<uint16_t> xb(static_cast<size_t>(kRows * kIn), 0x3f00);
+  std::vector<float> y(static_cast<size_t>(kRows * kGemvPanel));
+  const void* x = kernel == Bf16Kernel::kFma ? static_cast<const void*>(xf.data()) : xb.data();
+  const size_t xsize = kernel == Bf16Kernel::kFma ? sizeof(float) : sizeof(uint16_t);
+  double best = 1e30;
+  for (int rep = 0; rep < 6; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t r0 = 0; r0 < kRows; r0 += 4) {
+      TileOut o;
+      o.y = y.data() + r0 * kGemvPanel;
+      o.ys = kGemvPanel;
+      o.cols = kGemvPanel;
+      o.first = o.last = true;
+      RunTile(DType::kBF16, kernel, 4, reinterpret_cast<const unsigned char*>(w.data()), kSteps,
+              static_cast<const unsigned char*>(x) + static_cast<size_t>(r0 * kIn) * xsize, kIn, PrefetchPlan{}, o);
+    }
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (rep > 0) best = std::min(best, us);  // rep 0 warms up
+  }
+  return best;
+}
+
+// Which kernel SmallGemmBf16Kernel picks without an override: measured once.
+Bf16KernelTiming MeasureBf16Kernels() {
+  Bf16KernelTiming t;
+  if (!SmallGemmSupported(DType::kBF16)) return t;
+  // Alternate, so that a moment of noise on a shared machine hits both alike.
+  t.dot_us = t.fma_us = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    t.dot_us = std::min(t.dot_us, TimeBf16Block(Bf16Kernel::kDot));
+    t.fma_us = std::min(t.fma_us, TimeBf16Block(Bf16Kernel::kFma));
+  }
+  // The FMA kernel has to win clearly: vdpbf16ps is the incumbent, and does the same
+  // work in half the instructions where the two run at the same rate (AMD Zen 4).
+  t.kernel = t.fma_us < kFmaMustWin * t.dot_us ? Bf16Kernel::kFma : Bf16Kernel::kDot;
+  return t;
+}
+
 }  // namespace
+
+const Bf16KernelTiming& SmallGemmBf16KernelTiming() {
+  static const Bf16KernelTiming timing = MeasureBf16Kernels();
+  return timing;
+}
+
+Bf16Kernel SmallGemmBf16Kernel() {
+  const int forced = bf16_kernel_override.load(std::memory_order_relaxed);
+  if (forced >= 0) return static_cast<Bf16Kernel>(forced);
+  return SmallGemmBf16KernelTiming().kernel;
+}
+
+void SetSmallGemmBf16KernelOverride(std::optional<Bf16Kernel> kernel) {
+  bf16_kernel_override.store(kernel.has_value() ? static_cast<int>(*kernel) : -1, std::memory_order_relaxed);
+}
+
+const char* Bf16KernelName(Bf16Kernel kernel) { return kernel == Bf16Kernel::kFma ? "fma" : "dot"; }
 
 bool SmallGemmSupported(DType dtype) { return GemvSupported(dtype); }
 
 size_t SmallGemmScratchElements(const GemvWeights& w, int64_t m) {
   if (w.dtype != DType::kBF16) return 0;
-  return static_cast<size_t>(m) * static_cast<size_t>(RoundUp(w.in, kXAlign));
+  // Room for either kernel's copy of x: bf16, or f32 for the FMA kernel.
+  return 2 * static_cast<size_t>(m) * static_cast<size_t>(RoundUp(w.in, kXAlign));
 }
 
 void SmallGemm(const GemvWeights& w, const float* x, int64_t m, float* y, uint16_t* scratch) {
   if (m <= 0) return;
   const bool bf16 = w.dtype == DType::kBF16;
+  const Bf16Kernel kernel = bf16 ? SmallGemmBf16Kernel() : Bf16Kernel::kDot;
+  const bool fma = bf16 && kernel == Bf16Kernel::kFma;
   const int64_t xs = bf16 ? RoundUp(w.in, kXAlign) : w.in;
-  const void* xv = bf16 ? static_cast<const void*>(scratch) : static_cast<const void*>(x);
+  auto* xf = reinterpret_cast<float*>(scratch);  // the FMA kernel's copy (scratch is float-aligned)
+  const void* xv = !bf16 ? static_cast<const void*>(x) : fma ? static_cast<const void*>(xf) : scratch;
+  // This thread's share (t of nt) of rounding x for the kernel.
+  auto round_x = [&](int t, int nt) {
+    if (fma) {
+      RoundRowsToBf16(x, m, w.in, xf, xs, t, nt);
+    } else if (bf16) {
+      ConvertRowsToBf16(x, m, w.in, scratch, xs, t, nt);
+    }
+  };
   const int64_t panels = RoundUp(w.out, kGemvPanel) / kGemvPanel;
   const size_t bytes = static_cast<size_t>(panels * w.in_padded * kGemvPanel) * DTypeSize(w.dtype);
   if (bytes < kParallelMinBytes || panels < 2 || omp_get_max_threads() == 1 || omp_in_parallel()) {
-    if (bf16) ConvertRowsToBf16(x, m, w.in, scratch, xs, 0, 1);
-    RunPanels(w, xv, xs, m, 0, panels, panels, y);
+    round_x(0, 1);
+    RunPanels(w, kernel, xv, xs, m, 0, panels, panels, y);
     return;
   }
 #pragma omp parallel
@@ -236,10 +363,10 @@ void SmallGemm(const GemvWeights& w, const float* x, int64_t m, float* y, uint16
     const int nt = omp_get_num_threads();
     // Each thread rounds its share of x (the rows it likely wrote itself in the op before).
     if (bf16) {
-      ConvertRowsToBf16(x, m, w.in, scratch, xs, t, nt);
+      round_x(t, nt);
 #pragma omp barrier
     }
-    RunPanels(w, xv, xs, m, panels * t / nt, panels * (t + 1) / nt, panels, y);
+    RunPanels(w, kernel, xv, xs, m, panels * t / nt, panels * (t + 1) / nt, panels, y);
   }
 }
 
@@ -256,7 +383,11 @@ int64_t SmallGemmDispatchMaxRows(DType dtype) {
   // alternating calls, both models' shapes): onednn/ours = 1.2-1.5 at M=8, 1.05-1.17 at
   // M=16, 0.98-1.08 at M=32 (bf16) and 0.98-1.05 (f32): never measurably slower up to 32,
   // and a row's result then does not depend on the batch size (bit-identical to the GEMV).
-  (void)dtype;
+  // With the FMA kernel (a CPU whose vdpbf16ps runs at half the FMA rate, as oneDNN's bf16
+  // matmul then does too) every M: a 512-token prefill of the 1b model ran 1.45x faster
+  // than on oneDNN (bench/forward_bench, LLMSERVE_BENCH_SMALL_GEMM_ROWS; Intel Xeon,
+  // docs/PERFORMANCE.md).
+  if (dtype == DType::kBF16 && SmallGemmBf16Kernel() == Bf16Kernel::kFma) return kSmallGemmFmaDispatchRows;
   return kSmallGemmMaxRows;
 }
 

@@ -1,8 +1,9 @@
 // The small-batch kernel (model/ops/small_gemm.h) against a double-precision loop: f32
 // and bf16 weights, M = 1..32 (5..32 is what Linear dispatches), odd shapes (out not a
 // multiple of 64, in not a multiple of the k block, odd in, several k blocks), with and
-// without bias, one and two threads; bit-for-bit against the GEMV's rows; and Linear with
-// the kernel against Linear on oneDNN's matmul over the same packed weight.
+// without bias, one and two threads; bit-for-bit against the GEMV's rows (the FMA kernel
+// for bf16: against its scalar model); and Linear with the kernel against Linear on
+// oneDNN's matmul over the same packed weight. bf16 runs both kernels (Bf16Kernel).
 #include "model/ops/small_gemm.h"
 
 #include <omp.h>
@@ -32,24 +33,53 @@ using test_util::Packed;
 using test_util::RandomFloats;
 using test_util::RoundToBf16;
 
-class SmallGemmTest : public ::testing::TestWithParam<DType> {
+// A weight dtype and, for bf16, the kernel forced (Bf16Kernel): every test runs both bf16
+// kernels whichever this CPU would pick.
+struct Variant {
+  DType dtype;
+  Bf16Kernel kernel;
+};
+
+class SmallGemmTest : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
-    if (!SmallGemmSupported(GetParam())) GTEST_SKIP() << "no AVX-512 (BF16) on this CPU";
+    if (!SmallGemmSupported(dtype())) GTEST_SKIP() << "no AVX-512 (BF16) on this CPU";
     threads_ = omp_get_max_threads();
+    SetSmallGemmBf16KernelOverride(GetParam().kernel);
   }
   void TearDown() override {
     omp_set_num_threads(threads_);
     SetSmallGemmEnabled(true);
+    SetSmallGemmBf16KernelOverride(std::nullopt);
   }
+  DType dtype() const { return GetParam().dtype; }
+  bool fma() const { return dtype() == DType::kBF16 && GetParam().kernel == Bf16Kernel::kFma; }
   int threads_ = 1;
 };
 
-INSTANTIATE_TEST_SUITE_P(DTypes, SmallGemmTest, ::testing::Values(DType::kF32, DType::kBF16),
-                         [](const auto& info) { return info.param == DType::kF32 ? "F32" : "Bf16"; });
+INSTANTIATE_TEST_SUITE_P(Kernels, SmallGemmTest,
+                         ::testing::Values(Variant{DType::kF32, Bf16Kernel::kDot},
+                                           Variant{DType::kBF16, Bf16Kernel::kDot},
+                                           Variant{DType::kBF16, Bf16Kernel::kFma}),
+                         [](const auto& info) {
+                           if (info.param.dtype == DType::kF32) return std::string("F32");
+                           return std::string("Bf16") + (info.param.kernel == Bf16Kernel::kFma ? "Fma" : "Dot");
+                         });
+
+// The FMA kernel's result for one output, modelled in scalar code: the k pairs in order,
+// each two fused multiply-adds in f32 (odd k first) of bf16 weights and x rounded to bf16,
+// then the bias. What vdpbf16ps computes, by Intel's definition of it.
+float FmaModel(const Packed& p, const float* x_row, int64_t in, int64_t n) {
+  float acc = 0.0f;
+  for (int64_t k = 0; k < in; k += 2) {
+    if (k + 1 < in) acc = std::fma(p.values[n * in + k + 1], RoundToBf16(x_row[k + 1]), acc);
+    acc = std::fma(p.values[n * in + k], RoundToBf16(x_row[k]), acc);
+  }
+  return p.bias.empty() ? acc : acc + p.bias[static_cast<size_t>(n)];
+}
 
 TEST_P(SmallGemmTest, MatchesDoubleReference) {
-  const DType dtype = GetParam();
+  const DType dtype = this->dtype();
   // (out, in): tiny, odd in, out not a multiple of 64, exact panels, several k blocks
   // (256 steps; a step is 1 k for f32, 2 k for bf16), and > 64 KiB
   // of weights (parallel path, uneven panel counts per thread; 3 threads round uneven
@@ -82,15 +112,48 @@ TEST_P(SmallGemmTest, MatchesDoubleReference) {
   }
 }
 
+TEST_P(SmallGemmTest, ManyRowsMatchDoubleReference) {
+  // Prefill-sized M (Linear sends every M here with the FMA kernel): many row tiles per
+  // k block, several k blocks, uneven panel shares.
+  const DType dtype = this->dtype();
+  const int64_t rows = 300;
+  for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{{130, 17}, {200, 2049}}) {
+    Packed p = MakePacked(dtype, out, in, true, static_cast<uint32_t>(out + in));
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(rows * in), static_cast<uint32_t>(in));
+    const test_util::Reference ref = ComputeReference(dtype, p, x, rows);
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      for (int64_t m : {33, 100, 300}) {
+        std::vector<float> y(static_cast<size_t>(m * out + 16));
+        const float sentinel = 12345.0f;
+        for (size_t i = static_cast<size_t>(m * out); i < y.size(); ++i) y[i] = sentinel;
+        std::vector<uint16_t> scratch(SmallGemmScratchElements(p.w, m));
+        SmallGemm(p.w, x.data(), m, y.data(), scratch.data());
+        const std::string what = std::string(DTypeName(dtype)) + " " + std::to_string(out) + "x" +
+                                 std::to_string(in) + " M=" + std::to_string(m) + " threads=" + std::to_string(threads);
+        ASSERT_NO_FATAL_FAILURE(CheckAgainstReference(dtype, y, ref, m, out, in, sentinel, what));
+      }
+    }
+  }
+}
+
 TEST_P(SmallGemmTest, RowsMatchTheGemvBitForBit) {
   // Each output accumulates in k order in f32 (partial sums parked in y between k blocks
   // are exact), so every row of an M-row call equals the GEMV's one-row result exactly:
-  // tiling, M, threads and the k block size do not change any result.
-  const DType dtype = GetParam();
+  // tiling, M, threads and the k block size do not change any result. The FMA kernel is
+  // held to its scalar model instead (the GEMV uses vdpbf16ps, which matches that model
+  // on the CPUs measured, but is another instruction).
+  const DType dtype = this->dtype();
   const int64_t out = 300, in = 1001;
   Packed p = MakePacked(dtype, out, in, true, 3);
   const std::vector<float> x = RandomFloats(static_cast<size_t>(kSmallGemmMaxRows * in), 4);
   std::vector<float> y1(static_cast<size_t>(out));
+  std::vector<float> model;  // the FMA kernel's expected rows
+  if (fma()) {
+    for (int64_t r = 0; r < kSmallGemmMaxRows; ++r) {
+      for (int64_t n = 0; n < out; ++n) model.push_back(FmaModel(p, x.data() + r * in, in, n));
+    }
+  }
   std::vector<uint16_t> scratch(SmallGemmScratchElements(p.w, kSmallGemmMaxRows) + GemvScratchElements(p.w, 1));
   // Block sizes: the default (0), one that leaves a short last block, one above the panel.
   for (int64_t block_steps : {0, 7, 2048}) {
@@ -101,7 +164,11 @@ TEST_P(SmallGemmTest, RowsMatchTheGemvBitForBit) {
         std::vector<float> y(static_cast<size_t>(m * out));
         SmallGemm(p.w, x.data(), m, y.data(), scratch.data());
         for (int64_t r = 0; r < m; ++r) {
-          Gemv(p.w, x.data() + r * in, 1, y1.data(), scratch.data());
+          if (fma()) {
+            std::copy_n(model.begin() + r * out, out, y1.begin());
+          } else {
+            Gemv(p.w, x.data() + r * in, 1, y1.data(), scratch.data());
+          }
           for (int64_t n = 0; n < out; ++n) {
             ASSERT_EQ(y[r * out + n], y1[n]) << "M=" << m << " row " << r << " col " << n << " threads " << threads
                                              << " block steps " << block_steps;
@@ -115,8 +182,8 @@ TEST_P(SmallGemmTest, RowsMatchTheGemvBitForBit) {
 
 TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
   // Linear over oneDNN's own packed copy: the kernel (switch on) against oneDNN's matmul
-  // (switch off) for M = 5..32, with bias, odd out (a partial last panel).
-  const DType dtype = GetParam();
+  // (switch off) for M = 5..32, 64 and 200, with bias, odd out (a partial last panel).
+  const DType dtype = this->dtype();
   auto ctx = DnnContext::Create();
   ASSERT_TRUE(ctx.ok()) << ctx.status();
   const int64_t out = 200, in = 333;
@@ -126,9 +193,15 @@ TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
   TensorView bv{"b", DType::kF32, {out}, reinterpret_cast<const uint8_t*>(b.data()), b.size() * 4};
   auto lin = Linear::Create(**ctx, wv, &bv, dtype);
   ASSERT_TRUE(lin.ok()) << lin.status();
-  const std::vector<float> x = RandomFloats(static_cast<size_t>(kSmallGemmMaxRows * in), 23);
-  int64_t used = 0;
-  for (int64_t m = kSmallGemmMinRows; m <= kSmallGemmMaxRows; ++m) {
+  const int64_t max_m = 200;
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(max_m * in), 23);
+  std::vector<int64_t> ms;
+  for (int64_t m = kSmallGemmMinRows; m <= kSmallGemmMaxRows; ++m) ms.push_back(m);
+  ms.push_back(64);
+  ms.push_back(max_m);
+  int64_t used = 0, dispatched = 0;
+  for (int64_t m : ms) {
+    dispatched += m <= SmallGemmDispatchMaxRows(dtype) ? 1 : 0;
     std::vector<float> ours(static_cast<size_t>(m * out)), theirs(ours.size());
     SetSmallGemmEnabled(true);
     used += (*lin)->uses_small_gemm(m) ? 1 : 0;
@@ -150,8 +223,28 @@ TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
   // Whether Linear dispatches here depends on SmallGemmDispatchMaxRows; the comparison
   // above runs either way, so say which path "ours" took.
   RecordProperty("small_gemm_rows_dispatched", static_cast<int>(used));
-  const int64_t dispatched = std::max<int64_t>(0, SmallGemmDispatchMaxRows(dtype) - kSmallGemmMinRows + 1);
   EXPECT_EQ(used, dispatched);
+  // With the FMA kernel, Linear sends every M to it (prefill too).
+  if (fma()) {
+    EXPECT_EQ(used, static_cast<int64_t>(ms.size()));
+  }
+}
+
+TEST(SmallGemmBf16KernelTest, ChoiceFollowsTheMeasurement) {
+  if (!SmallGemmSupported(DType::kBF16)) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  const Bf16KernelTiming& t = SmallGemmBf16KernelTiming();
+  RecordProperty("dot_us", std::to_string(t.dot_us));
+  RecordProperty("fma_us", std::to_string(t.fma_us));
+  EXPECT_GT(t.dot_us, 0.0);
+  EXPECT_GT(t.fma_us, 0.0);
+  EXPECT_EQ(t.kernel, t.fma_us < 0.9 * t.dot_us ? Bf16Kernel::kFma : Bf16Kernel::kDot);
+  EXPECT_EQ(SmallGemmBf16Kernel(), t.kernel);
+  SetSmallGemmBf16KernelOverride(Bf16Kernel::kFma);
+  EXPECT_EQ(SmallGemmBf16Kernel(), Bf16Kernel::kFma);
+  SetSmallGemmBf16KernelOverride(Bf16Kernel::kDot);
+  EXPECT_EQ(SmallGemmBf16Kernel(), Bf16Kernel::kDot);
+  SetSmallGemmBf16KernelOverride(std::nullopt);
+  EXPECT_EQ(SmallGemmBf16Kernel(), t.kernel);
 }
 
 TEST(SmallGemmSwitchTest, DefaultsOnAndToggles) {
