@@ -20,7 +20,8 @@
 // alternates attention with and without its K/V prefetch stream (kv_prefetch_on_ms,
 // kv_prefetch_off_ms); LLMSERVE_BENCH_BF16_FMA=ab the bf16 small-batch kernel with f32
 // FMAs and with vdpbf16ps (bf16_fma_on_ms, bf16_fma_off_ms; model/ops/small_gemm.h).
-// LLMSERVE_BENCH_CONTEXT=N sets Decode's
+// LLMSERVE_BENCH_FEW_ROWS=ab runs 1..4-row products on the small-batch kernel and on the
+// GEMV (few_rows_small_gemm_on_ms, _off_ms). LLMSERVE_BENCH_CONTEXT=N sets Decode's
 // cached tokens per sequence (default 128); =N,M alternates the two step by step, each
 // with its own cache, and reports the median step of each (ctx_N_ms, ctx_M_ms): a serving
 // run's decode steps see contexts from the prompt's length to prompt + output.
@@ -183,7 +184,7 @@ absl::Status SetUpDecode(llmserve::Transformer& model, int batch, DType kv, Deco
 }
 
 // A library switch that Decode alternates step by step (side 1: on), from the
-// environment: LLMSERVE_BENCH_{SMALL_GEMM,KV_PREFETCH,BF16_FMA}=ab.
+// environment: LLMSERVE_BENCH_{SMALL_GEMM,KV_PREFETCH,BF16_FMA,FEW_ROWS}=ab.
 struct SwitchAB {
   std::string name;  // counter prefix
   void (*set)(bool);
@@ -196,6 +197,11 @@ std::optional<SwitchAB> SwitchFromEnv() {
   };
   if (ab("LLMSERVE_BENCH_SMALL_GEMM")) return SwitchAB{"small_gemm", llmserve::SetSmallGemmEnabled};
   if (ab("LLMSERVE_BENCH_KV_PREFETCH")) return SwitchAB{"kv_prefetch", llmserve::SetKvPrefetchEnabled};
+  if (ab("LLMSERVE_BENCH_FEW_ROWS")) {
+    return SwitchAB{"few_rows_small_gemm", [](bool on) {
+                      llmserve::SetSmallGemmDispatchMinOverride(on ? 1 : llmserve::kSmallGemmMinRows);
+                    }};
+  }
   if (ab("LLMSERVE_BENCH_BF16_FMA")) {
     return SwitchAB{"bf16_fma", [](bool on) {
                       llmserve::SetSmallGemmBf16KernelOverride(on ? llmserve::Bf16Kernel::kFma

@@ -168,7 +168,7 @@ void RunLinears(benchmark::State& state, std::vector<Shape> shapes, DType comput
                          benchmark::Counter::kIsRate);
   state.counters["weight_MB"] = static_cast<double>(layer_bytes) / 1e6;
   state.counters["copies"] = static_cast<double>(all.size());
-  state.counters["gemv"] = m <= llmserve::kGemvMaxRows && all[0][0]->uses_gemv() ? 1 : 0;
+  state.counters["gemv"] = m <= llmserve::kGemvMaxRows && all[0][0]->uses_gemv() && !all[0][0]->uses_small_gemm(m) ? 1 : 0;
   state.counters["small_gemm"] = all[0][0]->uses_small_gemm(m) ? 1 : 0;
   llmserve::SetGemvEnabled(true);
   llmserve::SetSmallGemmEnabled(true);

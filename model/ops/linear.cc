@@ -13,9 +13,10 @@
 // so the GEMV reads the same packed copy; if oneDNN ever picks another layout, every M
 // stays on oneDNN (no second copy is made).
 //
-// Small batches (kSmallGemmMinRows <= M <= SmallGemmDispatchMaxRows) run the register-
-// blocked kernel of model/ops/small_gemm.h over the same packed copy, where measurements
-// show it beats oneDNN's matmul (see SmallGemmDispatchMaxRows).
+// Small batches (SmallGemmDispatchMinRows <= M <= SmallGemmDispatchMaxRows) run the
+// register-blocked kernel of model/ops/small_gemm.h over the same packed copy, where
+// measurements show it beats oneDNN's matmul (and, on CPUs where its bf16 FMA kernel is
+// chosen, every M, the GEMV's included: see those functions).
 #include "model/ops/linear.h"
 
 #include <omp.h>
@@ -69,7 +70,7 @@ class DnnLinear final : public Linear {
   size_t weight_bytes() const override { return packed_md_.get_size(); }
   bool uses_gemv() const override { return gemv_layout_ && GemvEnabled() && GemvSupported(gemv_.dtype); }
   bool uses_small_gemm(int64_t m) const override {
-    return gemv_layout_ && m >= kSmallGemmMinRows && m <= SmallGemmDispatchMaxRows(gemv_.dtype) &&
+    return gemv_layout_ && m >= SmallGemmDispatchMinRows(gemv_.dtype) && m <= SmallGemmDispatchMaxRows(gemv_.dtype) &&
            SmallGemmEnabled() && SmallGemmSupported(gemv_.dtype);
   }
 
@@ -197,16 +198,16 @@ DnnLinear::Entry& DnnLinear::GetEntry(int64_t m) {
 
 void DnnLinear::Forward(const float* x, int64_t m, float* y) {
   if (m <= 0) return;
-  if (m <= kGemvMaxRows && uses_gemv()) {
-    const size_t scratch_bytes = GemvScratchElements(gemv_, m) * sizeof(uint16_t);
-    auto* scratch = static_cast<uint16_t*>(ctx_.ScratchBuffer(DnnContext::Scratch::kBf16Src, scratch_bytes));
-    Gemv(gemv_, x, m, y, scratch);
-    return;
-  }
   if (uses_small_gemm(m)) {
     const size_t scratch_bytes = SmallGemmScratchElements(gemv_, m) * sizeof(uint16_t);
     auto* scratch = static_cast<uint16_t*>(ctx_.ScratchBuffer(DnnContext::Scratch::kBf16Src, scratch_bytes));
     SmallGemm(gemv_, x, m, y, scratch);
+    return;
+  }
+  if (m <= kGemvMaxRows && uses_gemv()) {
+    const size_t scratch_bytes = GemvScratchElements(gemv_, m) * sizeof(uint16_t);
+    auto* scratch = static_cast<uint16_t*>(ctx_.ScratchBuffer(DnnContext::Scratch::kBf16Src, scratch_bytes));
+    Gemv(gemv_, x, m, y, scratch);
     return;
   }
   Entry* entry = nullptr;

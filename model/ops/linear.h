@@ -35,7 +35,8 @@ class Linear {
   virtual int64_t out_features() const = 0;
   // Bytes of the packed weight (what a decode step reads).
   virtual size_t weight_bytes() const = 0;
-  // True when M <= kGemvMaxRows runs the GEMV of model/ops/gemv.h, not oneDNN's matmul.
+  // True when M <= kGemvMaxRows runs the GEMV of model/ops/gemv.h, not oneDNN's matmul,
+  // unless uses_small_gemm(M) (which comes first).
   virtual bool uses_gemv() const = 0;
   // True when M rows run the small-batch kernel of model/ops/small_gemm.h, not oneDNN.
   virtual bool uses_small_gemm(int64_t m) const = 0;

@@ -45,6 +45,7 @@ constexpr int64_t kXAlign = 32;
 
 std::atomic<bool> small_gemm_enabled{true};
 std::atomic<int64_t> dispatch_override{-1};
+std::atomic<int64_t> dispatch_min_override{-1};
 std::atomic<int64_t> block_steps_override{0};
 std::atomic<int> bf16_kernel_override{-1};  // a Bf16Kernel, or -1: the measured choice
 // SmallGemmBf16Kernel picks the FMA kernel when it takes less than this much of
@@ -375,6 +376,22 @@ void SetSmallGemmBlockStepsOverride(int64_t steps) {
 }
 
 void SetSmallGemmDispatchOverride(int64_t rows) { dispatch_override.store(rows, std::memory_order_relaxed); }
+
+void SetSmallGemmDispatchMinOverride(int64_t rows) {
+  dispatch_min_override.store(rows, std::memory_order_relaxed);
+}
+
+int64_t SmallGemmDispatchMinRows(DType dtype) {
+  const int64_t forced = dispatch_min_override.load(std::memory_order_relaxed);
+  if (forced >= 0) return forced;
+  // 1 row, Intel Xeon (KVM, 2 threads), bench/forward_bench Decode/bf16/1 on the 1b model
+  // with LLMSERVE_BENCH_FEW_ROWS=ab, 2 x 3 runs: 79.0 / 70.7 / 78.0 and 91.1 / 97.2 / 93.9 ms
+  // a step against 81.8 / 76.6 / 84.7 and 99.7 / 104.9 / 106.6 with the GEMV (the kernel's
+  // prefetch of its next 64 KiB block into L2 streams better there than the GEMV's fixed
+  // distance, which no distance or hint tried, 1-8 KiB, T0 or T1, improved).
+  if (dtype == DType::kBF16 && SmallGemmBf16Kernel() == Bf16Kernel::kFma) return 1;
+  return kSmallGemmMinRows;
+}
 
 int64_t SmallGemmDispatchMaxRows(DType dtype) {
   const int64_t forced = dispatch_override.load(std::memory_order_relaxed);

@@ -73,6 +73,16 @@ int64_t SmallGemmDispatchMaxRows(DType dtype);
 // defaults again). Thread-safe.
 void SetSmallGemmDispatchOverride(int64_t rows);
 
+// Smallest M for which Linear uses SmallGemm for `dtype` weights (below it, the GEMV):
+// kSmallGemmMinRows, or 1 for bf16 with the FMA kernel. On the CPU that picks it (Intel
+// Xeon, docs/PERFORMANCE.md) the blocked kernel also streams a 1-row product faster than
+// the GEMV does (bench/forward_bench, LLMSERVE_BENCH_FEW_ROWS=ab).
+int64_t SmallGemmDispatchMinRows(DType dtype);
+
+// Bench/test hook: SmallGemmDispatchMinRows returns `rows` for every dtype (-1: the
+// defaults again). Thread-safe.
+void SetSmallGemmDispatchMinOverride(int64_t rows);
+
 // Bench hook: k blocks of `steps` 256-byte panel rows instead of the default (<= 0: the
 // default again). Thread-safe; results are the same for every block size.
 void SetSmallGemmBlockStepsOverride(int64_t steps);

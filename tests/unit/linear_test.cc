@@ -19,6 +19,7 @@
 #include "model/ops/gemv.h"
 #include "model/ops/linear_convert.h"
 #include "model/ops/simd_math.h"
+#include "model/ops/small_gemm.h"
 
 namespace llmserve {
 namespace {
@@ -245,8 +246,14 @@ TEST_F(LinearTest, GemvPathMatchesOneDnnPath) {
   // (rounded) operands, so they agree within twice the f32 accumulation bound. Larger M
   // never takes the GEMV: its results do not depend on the switch at all.
   struct Restore {
-    ~Restore() { SetGemvEnabled(true); }
+    ~Restore() {
+      SetGemvEnabled(true);
+      SetSmallGemmDispatchMinOverride(-1);
+    }
   } restore;
+  // The GEMV for M <= kGemvMaxRows (where the bf16 FMA kernel is chosen, Linear would
+  // send those to the small-batch kernel, tested in small_gemm_test).
+  SetSmallGemmDispatchMinOverride(kSmallGemmMinRows);
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{172, 64}, {50, 33}, {3, 5}, {1000, 300}, {130, 2049}};
   for (DType compute : {DType::kF32, DType::kBF16}) {
     if (!GemvSupported(compute)) continue;  // nothing to compare on this CPU

@@ -50,6 +50,7 @@ class SmallGemmTest : public ::testing::TestWithParam<Variant> {
   void TearDown() override {
     omp_set_num_threads(threads_);
     SetSmallGemmEnabled(true);
+    SetGemvEnabled(true);
     SetSmallGemmBf16KernelOverride(std::nullopt);
   }
   DType dtype() const { return GetParam().dtype; }
@@ -182,7 +183,8 @@ TEST_P(SmallGemmTest, RowsMatchTheGemvBitForBit) {
 
 TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
   // Linear over oneDNN's own packed copy: the kernel (switch on) against oneDNN's matmul
-  // (switch off) for M = 5..32, 64 and 200, with bias, odd out (a partial last panel).
+  // (switches off, the GEMV's too) for M = 1..32, 64 and 200, with bias, odd out (a
+  // partial last panel). With the FMA kernel, Linear sends every M to it.
   const DType dtype = this->dtype();
   auto ctx = DnnContext::Create();
   ASSERT_TRUE(ctx.ok()) << ctx.status();
@@ -196,19 +198,21 @@ TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
   const int64_t max_m = 200;
   const std::vector<float> x = RandomFloats(static_cast<size_t>(max_m * in), 23);
   std::vector<int64_t> ms;
-  for (int64_t m = kSmallGemmMinRows; m <= kSmallGemmMaxRows; ++m) ms.push_back(m);
+  for (int64_t m = 1; m <= kSmallGemmMaxRows; ++m) ms.push_back(m);
   ms.push_back(64);
   ms.push_back(max_m);
   int64_t used = 0, dispatched = 0;
   for (int64_t m : ms) {
-    dispatched += m <= SmallGemmDispatchMaxRows(dtype) ? 1 : 0;
+    dispatched += m >= SmallGemmDispatchMinRows(dtype) && m <= SmallGemmDispatchMaxRows(dtype) ? 1 : 0;
     std::vector<float> ours(static_cast<size_t>(m * out)), theirs(ours.size());
     SetSmallGemmEnabled(true);
     used += (*lin)->uses_small_gemm(m) ? 1 : 0;
     (*lin)->Forward(x.data(), m, ours.data());
     SetSmallGemmEnabled(false);
+    SetGemvEnabled(false);
     EXPECT_FALSE((*lin)->uses_small_gemm(m));
     (*lin)->Forward(x.data(), m, theirs.data());
+    SetGemvEnabled(true);
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t n = 0; n < out; ++n) {
         double mag = std::fabs(b[n]);
@@ -224,7 +228,7 @@ TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
   // above runs either way, so say which path "ours" took.
   RecordProperty("small_gemm_rows_dispatched", static_cast<int>(used));
   EXPECT_EQ(used, dispatched);
-  // With the FMA kernel, Linear sends every M to it (prefill too).
+  // With the FMA kernel, Linear sends every M to it (1 row and prefill too).
   if (fma()) {
     EXPECT_EQ(used, static_cast<int64_t>(ms.size()));
   }
