@@ -188,6 +188,7 @@ absl::Status SetUpDecode(llmserve::Transformer& model, int batch, DType kv, Deco
 struct SwitchAB {
   std::string name;  // counter prefix
   void (*set)(bool);
+  void (*reset)() = nullptr;  // back to the library's default after the A/B (null: set(true))
 };
 
 std::optional<SwitchAB> SwitchFromEnv() {
@@ -198,15 +199,17 @@ std::optional<SwitchAB> SwitchFromEnv() {
   if (ab("LLMSERVE_BENCH_SMALL_GEMM")) return SwitchAB{"small_gemm", llmserve::SetSmallGemmEnabled};
   if (ab("LLMSERVE_BENCH_KV_PREFETCH")) return SwitchAB{"kv_prefetch", llmserve::SetKvPrefetchEnabled};
   if (ab("LLMSERVE_BENCH_FEW_ROWS")) {
-    return SwitchAB{"few_rows_small_gemm", [](bool on) {
-                      llmserve::SetSmallGemmDispatchMinOverride(on ? 1 : llmserve::kSmallGemmMinRows);
-                    }};
+    return SwitchAB{"few_rows_small_gemm",
+                    [](bool on) { llmserve::SetSmallGemmDispatchMinOverride(on ? 1 : llmserve::kSmallGemmMinRows); },
+                    [] { llmserve::SetSmallGemmDispatchMinOverride(-1); }};
   }
   if (ab("LLMSERVE_BENCH_BF16_FMA")) {
-    return SwitchAB{"bf16_fma", [](bool on) {
+    return SwitchAB{"bf16_fma",
+                    [](bool on) {
                       llmserve::SetSmallGemmBf16KernelOverride(on ? llmserve::Bf16Kernel::kFma
                                                                   : llmserve::Bf16Kernel::kDot);
-                    }};
+                    },
+                    [] { llmserve::SetSmallGemmBf16KernelOverride(std::nullopt); }};
   }
   return std::nullopt;
 }
@@ -252,7 +255,11 @@ void Decode(benchmark::State& state, DType dtype) {
     benchmark::DoNotOptimize(logits.data());
     if (ab) ms[side].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  if (switch_ab) sw->set(true);
+  if (switch_ab && sw->reset != nullptr) {
+    sw->reset();
+  } else if (switch_ab) {
+    sw->set(true);
+  }
   if (ab) {
     for (int side = 0; side < 2; ++side) {
       std::sort(ms[side].begin(), ms[side].end());
