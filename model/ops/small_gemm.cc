@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "model/ops/linear_convert.h"
@@ -179,41 +180,35 @@ LLMSERVE_TARGET_AVX512 void TileF32(const unsigned char* w, int64_t steps, const
   StoreAcc<R>(acc, o);
 }
 
+// Calls f(std::integral_constant<int, R>) for R = rows (1..kTileRows): the tile kernels
+// are instantiated per row count, so that their accumulators live in registers.
+template <class F>
+void WithTileRows(int rows, F&& f) {
+  static_assert(kTileRows == 6, "WithTileRows instantiates R = 1..6");
+  switch (rows) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    default: return f(std::integral_constant<int, 6>{});
+  }
+}
+
 // A tile of `rows` (1..kTileRows) rows; x points at the tile's first row, block's first k.
 void RunTile(DType dtype, Bf16Kernel kernel, int rows, const unsigned char* w, int64_t steps, const void* x,
              int64_t xs, const PrefetchPlan& pf, const TileOut& o) {
-  static_assert(kTileRows == 6, "RunTile instantiates R = 1..6");
-  if (dtype == DType::kBF16 && kernel == Bf16Kernel::kFma) {
-    const auto* xf = static_cast<const float*>(x);
-    switch (rows) {
-      case 1: return TileBf16Fma<1>(w, steps, xf, xs, pf, o);
-      case 2: return TileBf16Fma<2>(w, steps, xf, xs, pf, o);
-      case 3: return TileBf16Fma<3>(w, steps, xf, xs, pf, o);
-      case 4: return TileBf16Fma<4>(w, steps, xf, xs, pf, o);
-      case 5: return TileBf16Fma<5>(w, steps, xf, xs, pf, o);
-      default: return TileBf16Fma<6>(w, steps, xf, xs, pf, o);
-    }
-  }
-  if (dtype == DType::kBF16) {
-    const auto* xb = static_cast<const uint16_t*>(x);
-    switch (rows) {
-      case 1: return TileBf16<1>(w, steps, xb, xs, pf, o);
-      case 2: return TileBf16<2>(w, steps, xb, xs, pf, o);
-      case 3: return TileBf16<3>(w, steps, xb, xs, pf, o);
-      case 4: return TileBf16<4>(w, steps, xb, xs, pf, o);
-      case 5: return TileBf16<5>(w, steps, xb, xs, pf, o);
-      default: return TileBf16<6>(w, steps, xb, xs, pf, o);
-    }
-  }
   const auto* xf = static_cast<const float*>(x);
-  switch (rows) {
-    case 1: return TileF32<1>(w, steps, xf, xs, pf, o);
-    case 2: return TileF32<2>(w, steps, xf, xs, pf, o);
-    case 3: return TileF32<3>(w, steps, xf, xs, pf, o);
-    case 4: return TileF32<4>(w, steps, xf, xs, pf, o);
-    case 5: return TileF32<5>(w, steps, xf, xs, pf, o);
-    default: return TileF32<6>(w, steps, xf, xs, pf, o);
-  }
+  const auto* xb = static_cast<const uint16_t*>(x);
+  WithTileRows(rows, [&](auto r) {
+    if (dtype == DType::kBF16 && kernel == Bf16Kernel::kFma) {
+      TileBf16Fma<r()>(w, steps, xf, xs, pf, o);
+    } else if (dtype == DType::kBF16) {
+      TileBf16<r()>(w, steps, xb, xs, pf, o);
+    } else {
+      TileF32<r()>(w, steps, xf, xs, pf, o);
+    }
+  });
 }
 
 // Panels [p0, p1) of all m rows. x: f32 [m, in] (f32 weights) or the rounded copy (stride
