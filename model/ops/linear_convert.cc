@@ -114,8 +114,7 @@ void ConvertF32ToBf16(const float* x, size_t n, uint16_t* y) {
 
 namespace {
 
-// Calls row(r, begin, end) for thread t's share of an [m, in] matrix's rows (see
-// ConvertRowsToBf16).
+// y[i] = the f32 value of bf16 bits x[i].
 LLMSERVE_TARGET_AVX512 void Bf16ToF32Avx512(const uint16_t* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 mask = simd::TailMask(n - i);
@@ -132,6 +131,8 @@ void Bf16ToF32Dispatch(const uint16_t* x, int64_t n, float* y) {
   }
 }
 
+// Calls row(r, begin, end) for thread t's share of an [m, in] matrix's rows (see
+// ConvertRowsToBf16).
 template <class Row>
 void ForThreadShare(int64_t m, int64_t in, int t, int nt, Row row) {
   if (m >= nt) {
