@@ -40,6 +40,28 @@ float F16ToF32(uint16_t h) {
   return f;
 }
 
+uint16_t F32ToF16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t abs = u & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504: inf
+  if (abs < 0x38800000u) {  // below 2^-14: a subnormal half (or zero)
+    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);  // below half of the smallest subnormal
+    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - static_cast<int>(abs >> 23);  // 14..24
+    const uint32_t half = 1u << (shift - 1);
+    uint32_t r = mant >> shift;
+    const uint32_t rest = mant & ((1u << shift) - 1);
+    if (rest > half || (rest == half && (r & 1u))) ++r;
+    return static_cast<uint16_t>(sign | r);
+  }
+  uint32_t r = abs - 0x38000000u;  // rebias the exponent (127 - 15 = 112 << 23)
+  r = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
+  return static_cast<uint16_t>(sign | r);
+}
+
 uint16_t F32ToBF16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);

@@ -20,6 +20,9 @@ absl::string_view DTypeName(DType t);
 // IEEE half -> float (handles subnormals, inf, nan).
 float F16ToF32(uint16_t h);
 
+// float -> IEEE half, round to nearest even (overflow to inf, nan stays nan).
+uint16_t F32ToF16(float f);
+
 // bfloat16 -> float (exact).
 inline float BF16ToF32(uint16_t b) {
   uint32_t u = static_cast<uint32_t>(b) << 16;

@@ -27,6 +27,10 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Drops the pages wholly inside [p, p + n) (a range of this mapping) from the process's
+  // memory (madvise MADV_DONTNEED); reading them again refetches them from the file.
+  void ReleasePages(const uint8_t* p, size_t n) const;
+
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size)
       : path_(std::move(path)), data_(data), size_(size) {}

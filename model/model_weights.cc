@@ -1,5 +1,7 @@
 #include "model/model_weights.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/checked_math.h"
@@ -10,6 +12,10 @@ int64_t TensorView::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+std::string TensorView::TypeName() const {
+  return quantized() ? std::string(QuantTypeName(quant)) : std::string(DTypeName(dtype));
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {
@@ -63,10 +69,17 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
 absl::Status ModelWeights::Add(TensorView t) {
   auto numel = CheckedNumel(t.shape);
   if (!numel) return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, ": invalid shape ", ShapeString(t.shape)));
-  auto bytes = CheckedMul(*numel, DTypeSize(t.dtype));
+  std::optional<uint64_t> bytes;
+  if (t.quantized()) {
+    auto row = QuantRowBytes(t.quant, t.shape.empty() ? 0 : t.shape.back());
+    if (!row.ok()) return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, ": ", row.status().message()));
+    bytes = CheckedMul(*numel / static_cast<uint64_t>(t.shape.back()), static_cast<uint64_t>(*row));
+  } else {
+    bytes = CheckedMul(*numel, DTypeSize(t.dtype));
+  }
   if (!bytes || *bytes != t.nbytes) {
     return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, ": ", t.nbytes, " bytes do not match shape ",
-                                                   ShapeString(t.shape), " of ", DTypeName(t.dtype)));
+                                                   ShapeString(t.shape), " of ", t.TypeName()));
   }
   std::string name = t.name;
   if (!tensors_.emplace(name, std::move(t)).second) {
@@ -83,6 +96,12 @@ const TensorView* ModelWeights::Find(const std::string& name) const {
 absl::StatusOr<const TensorView*> ModelWeights::Get(const std::string& name) const {
   if (const TensorView* t = Find(name)) return t;
   return absl::NotFoundError(absl::StrCat("tensor ", name, " not found"));
+}
+
+void ModelWeights::ReleasePages(const TensorView& t) const {
+  for (const std::shared_ptr<MappedFile>& f : files_) {
+    if (t.data >= f->data() && t.data + t.nbytes <= f->data() + f->size()) f->ReleasePages(t.data, t.nbytes);
+  }
 }
 
 const uint8_t* ModelWeights::Own(std::vector<uint8_t> buffer) {

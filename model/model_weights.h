@@ -31,18 +31,23 @@
 #include "model/dtype.h"
 #include "model/mapped_file.h"
 #include "model/model_config.h"
+#include "model/quant/quant_type.h"
 
 namespace llmserve {
 
 // A named, typed, row-major tensor. Does not own `data`.
 struct TensorView {
   std::string name;
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;      // element type when not quantized
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // nbytes bytes, any alignment
   size_t nbytes = 0;
+  QuantType quant = QuantType::kNone;  // quantized: ggml blocks along the last dimension
 
   int64_t numel() const;
+  bool quantized() const { return quant != QuantType::kNone; }
+  // "f32", "bf16", "Q4_K", ...
+  std::string TypeName() const;
 };
 
 // The shape a canonical tensor must have for a given config.
@@ -72,6 +77,10 @@ class ModelWeights {
   absl::StatusOr<const TensorView*> Get(const std::string& name) const;
 
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
+
+  // Drops the pages of the mapped files that lie wholly inside `t`'s bytes from memory
+  // (after the tensor was packed: the file stays mapped and a later read refetches them).
+  void ReleasePages(const TensorView& t) const;
 
   // Keeps `file` mapped for as long as these weights live.
   void KeepAlive(std::shared_ptr<MappedFile> file) { files_.push_back(std::move(file)); }

@@ -12,6 +12,15 @@ bool IsComputeDType(DType t) { return t == DType::kF32 || t == DType::kBF16; }
 
 }  // namespace
 
+const char* WeightQuantName(WeightQuant q) {
+  switch (q) {
+    case WeightQuant::kAuto: return "auto";
+    case WeightQuant::kNone: return "none";
+    case WeightQuant::kInt8: return "int8";
+  }
+  return "?";
+}
+
 absl::Status RuntimeConfig::Validate() const {
   // bf16 on a CPU without avx512_bf16 is allowed: oneDNN then emulates bf16 arithmetic
   // (slower than f32 but correct), and our own kernels convert with scalar code.
@@ -22,6 +31,10 @@ absl::Status RuntimeConfig::Validate() const {
   if (!IsComputeDType(kv_dtype)) {
     return absl::InvalidArgumentError(
         absl::StrCat("runtime config: kv_dtype must be f32 or bf16, got ", DTypeName(kv_dtype)));
+  }
+  if (quant_kernel && !QuantKernelSupported(*quant_kernel)) {
+    return absl::InvalidArgumentError(absl::StrCat("runtime config: the quantized kernel ",
+                                                   QuantKernelName(*quant_kernel), " needs CPU features this CPU lacks"));
   }
   if (threads < 0 || threads > 1024) {
     return absl::InvalidArgumentError(

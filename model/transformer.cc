@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/ops/kernels.h"
+#include "model/quant/ggml_blocks.h"
 #include "model/transformer_internal.h"
 
 namespace llmserve {
@@ -110,13 +111,16 @@ void TransformerImpl::Reserve(int64_t n, int64_t logit_rows) {
 
 void TransformerImpl::Embed(const ForwardBatch& batch) {
   const int64_t dim = config_.hidden_size;
-  const size_t row_bytes = static_cast<size_t>(dim) * DTypeSize(embd_dtype_);
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
 #pragma omp parallel for if (n > 16)
   for (int64_t r = 0; r < n; ++r) {
     float* x = x_.data() + r * dim;
-    const uint8_t* row = embd_.data() + static_cast<size_t>(batch.tokens[static_cast<size_t>(r)]) * row_bytes;
-    ConvertToF32(embd_dtype_, row, static_cast<size_t>(dim), x);
+    const uint8_t* row = embd_.data() + static_cast<size_t>(batch.tokens[static_cast<size_t>(r)]) * embd_row_bytes_;
+    if (embd_quant_ != QuantType::kNone) {
+      DequantizeRow(embd_quant_, row, dim, x);
+    } else {
+      ConvertToF32(embd_dtype_, row, static_cast<size_t>(dim), x);
+    }
     if (!pos_embd_.empty()) {
       const float* p = pos_embd_.data() + static_cast<int64_t>(positions_[static_cast<size_t>(r)]) * dim;
       for (int64_t i = 0; i < dim; ++i) x[i] += p[i];

@@ -61,6 +61,9 @@ class Transformer {
   virtual const ModelConfig& config() const = 0;
   // Bytes of weights one decode step reads (all linear layers + embeddings row + head).
   virtual size_t weight_bytes() const = 0;
+  // What the linear layers were packed as, with their kernels and sizes, e.g.
+  // "Q4_K (avx512-vnni) x66 610.2 MiB, Q4_K+Q6_K (avx512-vnni) x22 ..." (for the start-up log).
+  virtual std::string weights_summary() const = 0;
 };
 
 }  // namespace llmserve

@@ -40,17 +40,21 @@ class TransformerImpl final : public Transformer {
   ForwardProfile profile() const override;
   const ModelConfig& config() const override { return config_; }
   size_t weight_bytes() const override;
+  std::string weights_summary() const override { return weights_summary_; }
 
   // Filled by Create (transformer_weights.cc).
   ModelConfig config_;
   std::unique_ptr<DnnContext> dnn_;
   DType embd_dtype_ = DType::kF32;
-  std::vector<uint8_t> embd_;            // token_embd [vocab, dim] in its file dtype
+  QuantType embd_quant_ = QuantType::kNone;  // token_embd's blocks, when quantized
+  size_t embd_row_bytes_ = 0;
+  std::vector<uint8_t> embd_;            // token_embd [vocab, dim] in its file type
   std::vector<float> pos_embd_;          // [context, dim], learned positions only
   std::vector<PackedLayer> layers_;
   std::vector<float> out_norm_w_, out_norm_b_;
   std::unique_ptr<Linear> head_;         // [vocab, dim]
   std::vector<float> inv_freq_;          // RoPE inverse frequencies (rope_dim / 2)
+  std::string weights_summary_;          // what the linear layers became (for the log)
 
  private:
   // Checks the batch against the model and the cache; INVALID_ARGUMENT naming the problem.

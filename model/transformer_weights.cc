@@ -5,8 +5,13 @@
 #include <thread>
 #include <vector>
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "model/ops/kernels.h"
+#include "model/quant/ggml_blocks.h"
 #include "model/transformer_internal.h"
 
 namespace llmserve {
@@ -14,48 +19,20 @@ namespace {
 
 std::vector<float> ToF32(const TensorView& t) {
   std::vector<float> out(static_cast<size_t>(t.numel()));
-  ConvertToF32(t.dtype, t.data, out.size(), out.data());
+  if (t.quantized()) {
+    DequantizeRow(t.quant, t.data, t.numel(), out.data());
+  } else {
+    ConvertToF32(t.dtype, t.data, out.size(), out.data());
+  }
   return out;
 }
 
-// A tensor built at load time (a concatenation), with the view onto its bytes.
+// Biases are always handed to Linear as f32.
 struct OwnedTensor {
   std::vector<uint8_t> bytes;
   TensorView view;
 };
 
-// Stacks [rows_i, in] matrices (or [n_i] vectors) along the first dimension. Keeps the
-// common dtype when all parts share it, else converts everything to f32.
-OwnedTensor ConcatRows(const std::vector<const TensorView*>& parts, const std::string& name) {
-  DType dtype = parts.front()->dtype;
-  for (const TensorView* p : parts) {
-    if (p->dtype != dtype) dtype = DType::kF32;
-  }
-  OwnedTensor out;
-  int64_t rows = 0;
-  for (const TensorView* p : parts) rows += p->shape[0];
-  out.view.name = name;
-  out.view.dtype = dtype;
-  out.view.shape = parts.front()->shape;
-  out.view.shape[0] = rows;
-  out.view.nbytes = static_cast<size_t>(out.view.numel()) * DTypeSize(dtype);
-  out.bytes.resize(out.view.nbytes);
-  size_t offset = 0;
-  for (const TensorView* p : parts) {
-    if (p->dtype == dtype) {
-      std::memcpy(out.bytes.data() + offset, p->data, p->nbytes);
-      offset += p->nbytes;
-    } else {
-      const size_t n = static_cast<size_t>(p->numel());
-      ConvertToF32(p->dtype, p->data, n, reinterpret_cast<float*>(out.bytes.data() + offset));
-      offset += n * sizeof(float);
-    }
-  }
-  out.view.data = out.bytes.data();
-  return out;
-}
-
-// Biases are always handed to Linear as f32.
 OwnedTensor BiasF32(const std::vector<const TensorView*>& parts, const std::string& name) {
   OwnedTensor out;
   std::vector<float> all;
@@ -65,13 +42,14 @@ OwnedTensor BiasF32(const std::vector<const TensorView*>& parts, const std::stri
   }
   out.bytes.resize(all.size() * sizeof(float));
   std::memcpy(out.bytes.data(), all.data(), out.bytes.size());
-  out.view = TensorView{name, DType::kF32, {static_cast<int64_t>(all.size())}, out.bytes.data(), out.bytes.size()};
+  out.view = TensorView{name, DType::kF32, {static_cast<int64_t>(all.size())}, out.bytes.data(),
+                        out.bytes.size()};
   return out;
 }
 
 class Packer {
  public:
-  Packer(const ModelWeights& w, DnnContext& dnn, DType dtype) : w_(w), dnn_(dnn), dtype_(dtype) {}
+  Packer(const ModelWeights& w, DnnContext& dnn, const LinearOptions& options) : w_(w), dnn_(dnn), options_(options) {}
 
   const TensorView* Find(const std::string& name) const { return w_.Find(name); }
   // A tensor CheckComplete guaranteed to be present.
@@ -82,7 +60,9 @@ class Packer {
     return t != nullptr ? ToF32(*t) : std::vector<float>();
   }
 
-  // Packs weight rows `names` (stacked) with biases `bias_names` (empty: no bias).
+  // Packs weight rows `names` (stacked) with biases `bias_names` (empty: no bias), then
+  // lets the file's pages of the packed tensors go (so that the file and the packed copy
+  // are never resident at once).
   absl::StatusOr<std::unique_ptr<Linear>> Pack(const std::vector<std::string>& names,
                                                const std::vector<std::string>& bias_names) {
     std::vector<const TensorView*> parts, bias_parts;
@@ -90,16 +70,36 @@ class Packer {
     for (const std::string& n : bias_names) bias_parts.push_back(&Need(n));
     OwnedTensor bias;
     if (!bias_parts.empty()) bias = BiasF32(bias_parts, bias_names.front());
-    const TensorView* bias_view = bias_parts.empty() ? nullptr : &bias.view;
-    if (parts.size() == 1) return Linear::Create(dnn_, *parts[0], bias_view, dtype_);
-    OwnedTensor fused = ConcatRows(parts, absl::StrCat(names.front(), "+", parts.size() - 1, " fused"));
-    return Linear::Create(dnn_, fused.view, bias_view, dtype_);
+    auto linear = Linear::Create(dnn_, parts, bias_parts.empty() ? nullptr : &bias.view, options_);
+    if (linear.ok()) {
+      for (const TensorView* p : parts) w_.ReleasePages(*p);
+    }
+    if (linear.ok()) {
+      Summary& s = summary_[absl::StrCat((*linear)->format(), " (", (*linear)->kernel(), ")")];
+      ++s.layers;
+      s.bytes += (*linear)->weight_bytes();
+    }
+    return linear;
+  }
+
+  // "Q4_K (avx512-vnni) ×88 612.3 MiB, Q6_K ... ": what the linear layers became.
+  std::string SummaryString() const {
+    std::vector<std::string> items;
+    for (const auto& [name, s] : summary_) {
+      items.push_back(absl::StrFormat("%s x%d %.1f MiB", name, s.layers, static_cast<double>(s.bytes) / (1 << 20)));
+    }
+    return absl::StrJoin(items, ", ");
   }
 
  private:
+  struct Summary {
+    int layers = 0;
+    size_t bytes = 0;
+  };
   const ModelWeights& w_;
   DnnContext& dnn_;
-  DType dtype_;
+  LinearOptions options_;
+  std::map<std::string, Summary> summary_;
 };
 
 absl::Status PackLayer(const ModelConfig& c, Packer& p, int64_t i, PackedLayer& layer) {
@@ -167,10 +167,16 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelWeig
     auto dnn = DnnContext::Create();
     if (!dnn.ok()) return dnn.status();
     impl->dnn_ = *std::move(dnn);
-    Packer packer(weights, *impl->dnn_, runtime.weight_dtype);
+    LinearOptions options;
+    options.compute = runtime.weight_dtype;
+    options.quant = runtime.weight_quant;
+    options.quant_kernel = runtime.quant_kernel.value_or(BestQuantKernel());
+    Packer packer(weights, *impl->dnn_, options);
 
     const TensorView& embd = packer.Need("token_embd.weight");
     impl->embd_dtype_ = embd.dtype;
+    impl->embd_quant_ = embd.quant;
+    impl->embd_row_bytes_ = embd.nbytes / static_cast<size_t>(c.vocab_size);
     impl->embd_.assign(embd.data, embd.data + embd.nbytes);
     if (c.position == PositionKind::kLearned) impl->pos_embd_ = ToF32(packer.Need("position_embd.weight"));
     if (c.position == PositionKind::kRope) impl->inv_freq_ = RopeInvFreq(c);
@@ -192,6 +198,8 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelWeig
     auto head = packer.Pack({c.tied_embeddings ? "token_embd.weight" : "output.weight"}, {});
     if (!head.ok()) return head.status();
     impl->head_ = *std::move(head);
+    weights.ReleasePages(embd);  // copied into embd_ above
+    impl->weights_summary_ = packer.SummaryString();
     return std::unique_ptr<Transformer>(std::move(impl));
   };
   absl::StatusOr<std::unique_ptr<Transformer>> result = absl::InternalError("model packing did not run");
@@ -204,7 +212,7 @@ size_t TransformerImpl::weight_bytes() const {
   for (const PackedLayer& l : layers_) {
     total += l.qkv->weight_bytes() + l.out->weight_bytes() + l.gate_up->weight_bytes() + l.down->weight_bytes();
   }
-  total += static_cast<size_t>(config_.hidden_size) * DTypeSize(embd_dtype_);  // one embedding row
+  total += embd_row_bytes_;  // one embedding row
   if (!pos_embd_.empty()) total += static_cast<size_t>(config_.hidden_size) * sizeof(float);
   return total;
 }

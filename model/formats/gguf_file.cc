@@ -319,6 +319,18 @@ absl::Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
     }
     t.data = t.nbytes == 0 ? nullptr : bytes.data() + *begin;
   }
+  // ggml's writer lays the tensors out in header order, each at the previous one's end
+  // rounded up to the alignment, and ggml's reader requires exactly that: any other offset
+  // means a tensor's type and shape do not match the bytes the file gave it.
+  uint64_t expected = 0;
+  for (const GgufTensorInfo& t : tensors_) {
+    if (t.offset != expected) {
+      return FileError(path_, absl::StrCat("tensor '", t.name, "' has data offset ", t.offset, ", expected ", expected,
+                                           " (the previous tensor's end): a tensor's size does not match its type ",
+                                           "and shape"));
+    }
+    expected += (t.nbytes + alignment_ - 1) / alignment_ * alignment_;  // no overflow: each ends inside the file
+  }
   return absl::OkStatus();
 }
 
@@ -334,13 +346,16 @@ const GgufTensorInfo* GgufFile::FindTensor(const std::string& name) const {
 
 absl::StatusOr<TensorView> GgufFile::View(const GgufTensorInfo& t) const {
   std::optional<DType> dtype = GgmlTypeToDType(t.ggml_type);
-  if (!dtype) {
-    return absl::UnimplementedError(absl::StrCat(path_, ": tensor ", t.name, " has type ", GgmlTypeName(t.ggml_type),
-                                                 " (", t.ggml_type, "): only F32, F16, BF16 are supported"));
+  std::optional<QuantType> quant = QuantTypeFromGgml(t.ggml_type);
+  if (!dtype && !quant) {
+    return absl::UnimplementedError(absl::StrCat(
+        path_, ": tensor ", t.name, " has type ", GgmlTypeName(t.ggml_type), " (", t.ggml_type,
+        "): supported are F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K"));
   }
   TensorView v;
   v.name = t.name;
-  v.dtype = *dtype;
+  if (dtype) v.dtype = *dtype;
+  if (quant) v.quant = *quant;
   v.shape = t.shape;
   v.data = t.data;
   v.nbytes = t.nbytes;

@@ -128,8 +128,9 @@ class GgufFile {
   // See GetStringOr.
   absl::StatusOr<bool> GetBoolOr(const std::string& key, bool fallback) const;
 
-  // A TensorView (named as in the file) of an F32/F16/BF16 tensor; UNIMPLEMENTED
-  // "tensor X has type Q4_0 (2): only F32, F16, BF16 are supported" for other types.
+  // A TensorView (named as in the file) of an F32/F16/BF16 tensor or of a quantized one
+  // llmserve computes with (quant_type.h); UNIMPLEMENTED naming the tensor and its type
+  // ("tensor X has type IQ2_XS (17): supported are ...") for the other types.
   absl::StatusOr<TensorView> View(const GgufTensorInfo& tensor) const;
 
  private:

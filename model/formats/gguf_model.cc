@@ -203,12 +203,13 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadGgufModel(const GgufFile& g) {
   auto weights = std::make_unique<ModelWeights>();
   weights->config = *config;
   if (g.mapped_file() != nullptr) weights->KeepAlive(g.mapped_file());
+  auto computable = [](uint32_t id) { return GgmlTypeToDType(id) || QuantTypeFromGgml(id); };
   for (const ExpectedTensor& e : ExpectedTensors(*config)) {
     const GgufTensorInfo* t = g.FindTensor(e.name);
-    if (t != nullptr && !GgmlTypeToDType(t->ggml_type)) return g.View(*t).status();
+    if (t != nullptr && !computable(t->ggml_type)) return g.View(*t).status();
   }
   for (const GgufTensorInfo& t : g.tensors()) {
-    if (!GgmlTypeToDType(t.ggml_type)) continue;  // not needed (checked above)
+    if (!computable(t.ggml_type)) continue;  // not needed (checked above)
     auto view = g.View(t);
     if (!view.ok()) return view.status();
     if (absl::Status s = weights->Add(*std::move(view)); !s.ok()) {

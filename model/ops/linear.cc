@@ -68,6 +68,8 @@ class DnnLinear final : public Linear {
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
   size_t weight_bytes() const override { return packed_md_.get_size(); }
+  std::string format() const override { return compute_ == dt::bf16 ? "bf16" : "f32"; }
+  std::string kernel() const override { return gemv_layout_ ? "onednn+gemv" : "onednn"; }
   bool uses_gemv() const override { return gemv_layout_ && GemvEnabled() && GemvSupported(gemv_.dtype); }
   bool uses_small_gemm(int64_t m) const override {
     return gemv_layout_ && m >= SmallGemmDispatchMinRows(gemv_.dtype) && m <= SmallGemmDispatchMaxRows(gemv_.dtype) &&

@@ -104,6 +104,44 @@ TEST(GgufCorruptionTest, TruncatedAnywhere) {
   }
 }
 
+// A file with quantized (Q8_0) tensors: every truncation, a row length that is not a
+// multiple of the block, and a type whose size does not match the bytes laid out for it.
+TEST(GgufCorruptionTest, QuantizedTensors) {
+  testing::TinyLlamaOptions o;
+  o.ffn_down_type = 8;
+  const auto built = TinyLlamaWriter(o).Build();
+  size_t largest = 0;
+  ASSERT_TRUE(ParseAndLoad(built.bytes, &largest).ok());
+  const size_t size = built.bytes.size();
+  for (size_t n = built.tensor_info_end; n < size; n += 7) {
+    ExpectRejected(std::vector<uint8_t>(built.bytes.begin(), built.bytes.begin() + n), "truncated to " + std::to_string(n));
+  }
+  int dims = 0, types = 0;
+  for (size_t i = 0; i < built.fields.size(); ++i) {
+    const auto& f = built.fields[i];
+    if (f.label.find("ffn_down") == std::string::npos) continue;
+    if (f.kind == GgufFieldKind::kDim && dims++ == 0) {  // the row length (innermost dim), 32
+      const auto bad = Patched(built.bytes, f.offset, uint64_t{48});
+      absl::Status s = ParseAndLoad(bad, &largest);
+      ExpectRejected(bad, "row length 48");
+      EXPECT_NE(s.message().find("not a multiple of the block size 32"), std::string::npos) << s;
+    }
+    if (f.kind == GgufFieldKind::kTensorType) {
+      // Q8_0 -> F16 (more bytes than laid out), Q4_0 and Q5_1 (fewer): the offsets no longer match.
+      for (uint32_t t : {1u, 2u, 7u}) {
+        const auto bad = Patched(built.bytes, f.offset, t);
+        absl::Status s = ParseAndLoad(bad, &largest);
+        ExpectRejected(bad, "type " + std::to_string(t));
+        EXPECT_TRUE(s.message().find("does not match its type and shape") != std::string::npos ||
+                    s.message().find("past the end of the file") != std::string::npos)
+            << s;
+      }
+      ++types;
+    }
+  }
+  EXPECT_EQ(types, 2);  // both layers
+}
+
 // The metadata-only file ends with its last value, so every strict prefix is invalid;
 // this reaches every value reader (nested arrays, strings, each scalar width).
 TEST(GgufCorruptionTest, MetadataOnlyFileTruncatedAnywhere) {
@@ -179,7 +217,7 @@ TEST(GgufCorruptionTest, PatchedFields) {
         v64 = {bytes.size(), orig64 + 1, orig64 + 16, orig64 + 32 * 1000, uint64_t{1} << 63, kU64Max - 31};
         break;
       case GgufFieldKind::kNDims: v32 = {5, 0xffffffffu}; break;
-      case GgufFieldKind::kTensorType: v32 = {4, 5, 31, 36, 40, 1000, 0xffffffffu, 2, 8, 12}; break;
+      case GgufFieldKind::kTensorType: v32 = {4, 5, 31, 36, 40, 1000, 0xffffffffu, 10, 11, 16, 20, 23, 12}; break;
       case GgufFieldKind::kValueType:
       case GgufFieldKind::kArrayElemType: v32 = {13, 99, 0xffffffffu}; break;
       case GgufFieldKind::kMagic: v32 = {orig32 ^ 1u, 0}; break;

@@ -155,9 +155,9 @@ TEST(GgufFileTest, TensorInfosShapesAndData) {
   EXPECT_EQ(f.FindTensor("nope"), nullptr);
 }
 
-TEST(GgufFileTest, QuantizedTensorsParseButCannotBeViewed) {
+TEST(GgufFileTest, QuantizedTensorsAreViewedAsTheirBlocks) {
   TinyLlamaOptions o;
-  o.ffn_down_q8_0 = true;
+  o.ffn_down_type = 8;
   const auto built = TinyLlamaWriter(o).Build();
   auto g = ParseVec(built.bytes);
   ASSERT_TRUE(g.ok()) << g.status();
@@ -167,9 +167,28 @@ TEST(GgufFileTest, QuantizedTensorsParseButCannotBeViewed) {
   EXPECT_EQ(GgmlTypeName(t->ggml_type), "Q8_0");
   EXPECT_EQ(t->nbytes, 16u * 34);  // 16 rows of one 32-element Q8_0 block
   auto view = (*g)->View(*t);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->quant, QuantType::kQ8_0);
+  EXPECT_EQ(view->TypeName(), "Q8_0");
+  EXPECT_EQ(view->shape, (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ(view->nbytes, 16u * 34);
+  EXPECT_EQ(view->data, t->data);
+}
+
+TEST(GgufFileTest, TypesNotComputedWithParseButCannotBeViewed) {
+  TinyLlamaOptions o;
+  o.ffn_down_type = 20;  // IQ4_NL: blocks of 32, 18 bytes
+  const auto built = TinyLlamaWriter(o).Build();
+  auto g = ParseVec(built.bytes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const GgufTensorInfo* t = (*g)->FindTensor("blk.0.ffn_down.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->nbytes, 16u * 18);
+  auto view = (*g)->View(*t);
   EXPECT_EQ(view.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(view.status().message(),
-            "mem.gguf: tensor blk.0.ffn_down.weight has type Q8_0 (8): only F32, F16, BF16 are supported");
+            "mem.gguf: tensor blk.0.ffn_down.weight has type IQ4_NL (20): supported are F32, F16, BF16, Q8_0, Q4_0, "
+            "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K");
 }
 
 TEST(GgufFileTest, AlignmentKey) {

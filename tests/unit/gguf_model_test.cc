@@ -151,14 +151,28 @@ TEST(GgufModelTest, TinyGpt2) {
   EXPECT_EQ(Element(*pos, 77), TinyValue("position_embd.weight", 77));
 }
 
-TEST(GgufModelTest, QuantizedNeededTensorIsUnimplemented) {
+TEST(GgufModelTest, QuantizedTensorsLoad) {
   TinyLlamaOptions o;
-  o.ffn_down_q8_0 = true;
+  o.ffn_down_type = 8;
   const std::string path = WriteFile(TinyLlamaWriter(o), "q8.gguf");
   auto w = LoadGgufModel(path);
-  EXPECT_EQ(w.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(w.status().message(),
-            path + ": tensor blk.0.ffn_down.weight has type Q8_0 (8): only F32, F16, BF16 are supported");
+  ASSERT_TRUE(w.ok()) << w.status();
+  const TensorView* t = (*w)->Find("blk.0.ffn_down.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->quant, QuantType::kQ8_0);
+}
+
+TEST(GgufModelTest, NeededTensorOfAnUnsupportedTypeIsUnimplemented) {
+  for (uint32_t type : {20u, 39u}) {  // IQ4_NL, MXFP4
+    SCOPED_TRACE(type);
+    TinyLlamaOptions o;
+    o.ffn_down_type = type;
+    const std::string path = WriteFile(TinyLlamaWriter(o), "iq.gguf");
+    auto w = LoadGgufModel(path);
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_EQ(w.status().message().rfind(path + ": tensor blk.0.ffn_down.weight has type " + GgmlTypeName(type), 0), 0u)
+        << w.status();
+  }
 }
 
 TEST(GgufModelTest, UnsupportedArchitecture) {

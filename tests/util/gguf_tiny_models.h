@@ -79,7 +79,8 @@ struct TinyLlama {
 struct TinyLlamaOptions {
   uint32_t version = 3;
   bool tied = false;            // omit output.weight
-  bool ffn_down_q8_0 = false;   // store blk.*.ffn_down.weight as Q8_0 (unsupported for loading)
+  uint32_t ffn_down_type = 1;   // GGML type of blk.*.ffn_down.weight: F16, or a block type
+                                // of 32 (Q8_0 = 8, IQ4_NL = 20, ...), filled with 0x11 bytes
   bool tokenizer = true;        // write tokenizer.ggml.* metadata
   std::string omit_tensor;      // leave this tensor out
 };
@@ -126,10 +127,11 @@ inline GgufWriter TinyLlamaWriter(const TinyLlamaOptions& o = {}) {
     add(p + "ffn_norm.weight", DType::kF32, {d});
     add(p + "ffn_gate.weight", DType::kF16, {d, f});
     add(p + "ffn_up.weight", DType::kBF16, {d, f});
-    if (o.ffn_down_q8_0) {
-      // Q8_0: blocks of 32 elements, 34 bytes each (f16 scale + 32 int8); rows of f = 32.
-      std::vector<uint8_t> q(d * (f / 32) * 34, 0x11);
-      w.Tensor(p + "ffn_down.weight", 8, {f, d}, std::move(q));
+    if (o.ffn_down_type != 1) {
+      // Blocks of 32 elements along rows of f = 32 (the 0x11 bytes make f16 scales of 2.9e-4).
+      const auto traits = GgmlTypeInfo(o.ffn_down_type);
+      std::vector<uint8_t> q(d * (f / traits->block_size) * traits->type_size, 0x11);
+      w.Tensor(p + "ffn_down.weight", o.ffn_down_type, {f, d}, std::move(q));
     } else {
       add(p + "ffn_down.weight", DType::kF16, {f, d});
     }
