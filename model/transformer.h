@@ -64,6 +64,8 @@ class Transformer {
   // What the linear layers were packed as, with their kernels and sizes, e.g.
   // "Q4_K (avx512-vnni) x66 610.2 MiB, Q4_K+Q6_K (avx512-vnni) x22 ..." (for the start-up log).
   virtual std::string weights_summary() const = 0;
+  // The linear layers' weight formats, most bytes first: "bf16", "Q4_K+Q6_K", "Q8_0".
+  virtual std::string weight_format() const = 0;
 };
 
 }  // namespace llmserve

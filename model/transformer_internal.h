@@ -41,6 +41,7 @@ class TransformerImpl final : public Transformer {
   const ModelConfig& config() const override { return config_; }
   size_t weight_bytes() const override;
   std::string weights_summary() const override { return weights_summary_; }
+  std::string weight_format() const override { return weight_format_; }
 
   // Filled by Create (transformer_weights.cc).
   ModelConfig config_;
@@ -55,6 +56,7 @@ class TransformerImpl final : public Transformer {
   std::unique_ptr<Linear> head_;         // [vocab, dim]
   std::vector<float> inv_freq_;          // RoPE inverse frequencies (rope_dim / 2)
   std::string weights_summary_;          // what the linear layers became (for the log)
+  std::string weight_format_;            // their formats, most bytes first
 
  private:
   // Checks the batch against the model and the cache; INVALID_ARGUMENT naming the problem.

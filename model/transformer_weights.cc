@@ -5,11 +5,13 @@
 #include <thread>
 #include <vector>
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "model/ops/kernels.h"
 #include "model/quant/ggml_blocks.h"
 #include "model/transformer_internal.h"
@@ -78,8 +80,21 @@ class Packer {
       Summary& s = summary_[absl::StrCat((*linear)->format(), " (", (*linear)->kernel(), ")")];
       ++s.layers;
       s.bytes += (*linear)->weight_bytes();
+      for (absl::string_view f : absl::StrSplit((*linear)->format(), '+')) {
+        format_bytes_[std::string(f)] += (*linear)->weight_bytes();
+      }
     }
     return linear;
+  }
+
+  // The formats, most bytes first, joined by '+'.
+  std::string FormatString() const {
+    std::vector<std::pair<size_t, std::string>> by_bytes;
+    for (const auto& [f, bytes] : format_bytes_) by_bytes.emplace_back(bytes, f);
+    std::sort(by_bytes.begin(), by_bytes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<std::string> names;
+    for (const auto& [bytes, f] : by_bytes) names.push_back(f);
+    return absl::StrJoin(names, "+");
   }
 
   // "Q4_K (avx512-vnni) ×88 612.3 MiB, Q6_K ... ": what the linear layers became.
@@ -100,6 +115,7 @@ class Packer {
   DnnContext& dnn_;
   LinearOptions options_;
   std::map<std::string, Summary> summary_;
+  std::map<std::string, size_t> format_bytes_;
 };
 
 absl::Status PackLayer(const ModelConfig& c, Packer& p, int64_t i, PackedLayer& layer) {
@@ -200,6 +216,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelWeig
     impl->head_ = *std::move(head);
     weights.ReleasePages(embd);  // copied into embd_ above
     impl->weights_summary_ = packer.SummaryString();
+    impl->weight_format_ = packer.FormatString();
     return std::unique_ptr<Transformer>(std::move(impl));
   };
   absl::StatusOr<std::unique_ptr<Transformer>> result = absl::InternalError("model packing did not run");

@@ -54,8 +54,8 @@ grpc::ServerUnaryReactor* LlmService::GetModelInfo(grpc::CallbackServerContext* 
   response->set_vocab_size(engine_.model().vocab_size());
   // The limit requests are held to (the model's, unless the server configured less).
   response->set_context_length(engine_.config().scheduler.max_context);
-  const absl::string_view wd = DTypeName(info_.weight_dtype), kd = DTypeName(info_.kv_dtype);
-  response->set_weight_dtype(std::string(wd.data(), wd.size()));
+  const absl::string_view kd = DTypeName(info_.kv_dtype);
+  response->set_weight_dtype(info_.weight_dtype);
   response->set_kv_dtype(std::string(kd.data(), kd.size()));
   response->set_bos_id(tokenizer_.bos_id());
   response->set_eos_id(tokenizer_.eos_id());

@@ -37,7 +37,7 @@ struct ServiceInfo {
   std::string model_name;       // e.g. "stories260K"
   ModelConfig config;           // the loaded model's config
   int64_t num_parameters = 0;
-  DType weight_dtype = DType::kF32;
+  std::string weight_dtype = "f32";  // the linear layers' formats: "bf16", "Q4_K+Q6_K", "Q8_0", ...
   DType kv_dtype = DType::kF32;
   std::string version;          // llmserve version string
   absl::Time start_time = absl::Now();

@@ -31,7 +31,10 @@ ABSL_FLAG(int32_t, metrics_port, 9400, "Prometheus metrics port (GET /metrics on
 ABSL_FLAG(std::string, metrics_prefix, "llmserve_",
           "metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. vllm: for vLLM dashboards)");
 ABSL_FLAG(int32_t, threads, 0, "compute threads (0 = all cores)");
-ABSL_FLAG(std::string, weight_dtype, "auto", "f32 or bf16; auto = bf16 on CPUs with avx512_bf16, else f32");
+ABSL_FLAG(std::string, weight_dtype, "auto",
+          "auto, f32, bf16 or int8: auto keeps a quantized file's types (Q4_K, Q8_0, ...) and computes the rest "
+          "in bf16 on CPUs with avx512_bf16, else f32; f32/bf16 convert every weight (dequantizing); int8 "
+          "quantizes every weight at load to blocks of 32 with one scale (Q8_0)");
 ABSL_FLAG(std::string, kv_dtype, "auto", "KV cache element type: f32 or bf16; auto = the weight dtype");
 ABSL_FLAG(std::string, kv_cache_bytes, "2G",
           "KV cache budget (K/M/G/T suffixes), capped to max-running full contexts");
@@ -151,9 +154,9 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   c.metrics_prefix = absl::GetFlag(FLAGS_metrics_prefix);
   c.threads = absl::GetFlag(FLAGS_threads);
-  auto weight = llmserve::ParseComputeDType("weight-dtype", absl::GetFlag(FLAGS_weight_dtype), /*allow_auto=*/true);
-  if (!weight.ok()) return weight.status();
-  c.weight_dtype = *weight;
+  if (absl::Status s = llmserve::ParseWeightDType("weight-dtype", absl::GetFlag(FLAGS_weight_dtype), &c); !s.ok()) {
+    return s;
+  }
   auto kv = llmserve::ParseComputeDType("kv-dtype", absl::GetFlag(FLAGS_kv_dtype), /*allow_auto=*/true);
   if (!kv.ok()) return kv.status();
   c.kv_dtype = *kv;

@@ -124,11 +124,14 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
 
   RuntimeConfig runtime;
   runtime.weight_dtype = config.EffectiveWeightDType();
+  runtime.weight_quant = config.weight_quant;
   runtime.kv_dtype = config.EffectiveKvDType();
   runtime.threads = config.threads;
   if (absl::Status s = runtime.Validate(); !s.ok()) return s;
   auto transformer = Transformer::Create(*loaded->weights, runtime);
   if (!transformer.ok()) return Prefixed(transformer.status(), "cannot prepare the model");
+  const std::string weight_format = (*transformer)->weight_format();
+  const std::string linear_layers = (*transformer)->weights_summary();
 
   auto num_blocks = ChooseKvBlocks(config, model_config);
   if (!num_blocks.ok()) return num_blocks.status();
@@ -171,7 +174,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   info.model_name = ServedModelName(config);
   info.config = model_config;
   info.num_parameters = CountParameters(*loaded->weights);
-  info.weight_dtype = runtime.weight_dtype;
+  info.weight_dtype = weight_format;
   info.kv_dtype = config.EffectiveKvDType();
   info.version = kLlmserveVersion;
   info.start_time = absl::Now();
@@ -182,15 +185,15 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
       "model %s (%s %s, %s params, %d layers, hidden %d, %d heads / %d KV heads, vocab %d, context %d), "
       "weights %s, KV %s, threads %s; KV cache %d blocks x %d = %d tokens (%.1f MiB); max_running %d, "
       "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, step_policy %s, piggyback %s, "
-      "bf16 small-batch kernel %s",
+      "bf16 small-batch kernel %s; linear layers %s",
       info.model_name, model_config.format, ArchitectureName(model_config.arch), ParamsString(info.num_parameters),
       model_config.num_layers, model_config.hidden_size, model_config.num_heads, model_config.num_kv_heads,
-      model_config.vocab_size, model_config.context_length, DTypeName(runtime.weight_dtype),
+      model_config.vocab_size, model_config.context_length, weight_format,
       DTypeName(config.EffectiveKvDType()),
       config.threads > 0 ? absl::StrCat(config.threads) : absl::StrCat("all (", cores, ")"), *num_blocks,
       config.block_size, capacity, static_cast<double>(kv.BytesPerBlock()) * *num_blocks / (1 << 20),
       sc.max_running, sc.max_batched_tokens, sc.max_prefill_chunk, sc.max_waiting, StepPolicyName(sc.step_policy),
-      piggyback, bf16_kernel);
+      piggyback, bf16_kernel, linear_layers);
   return out;
 }
 

@@ -118,6 +118,27 @@ DType ServerConfig::EffectiveWeightDType() const { return weight_dtype.value_or(
 
 DType ServerConfig::EffectiveKvDType() const { return kv_dtype.value_or(EffectiveWeightDType()); }
 
+absl::Status ParseWeightDType(const std::string& flag, const std::string& value, ServerConfig* config) {
+  if (value == "int8") {
+    config->weight_quant = WeightQuant::kInt8;
+    config->weight_dtype.reset();
+    return absl::OkStatus();
+  }
+  auto dtype = ParseComputeDType(flag, value, /*allow_auto=*/true);
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be auto, f32, bf16 or int8"));
+  }
+  config->weight_dtype = *dtype;
+  config->weight_quant = dtype->has_value() ? WeightQuant::kNone : WeightQuant::kAuto;
+  return absl::OkStatus();
+}
+
+std::string WeightDTypeFlagValue(const ServerConfig& config) {
+  if (config.weight_quant == WeightQuant::kInt8) return "int8";
+  if (config.weight_quant == WeightQuant::kAuto) return "auto";
+  return std::string(DTypeName(config.EffectiveWeightDType()));
+}
+
 absl::StatusOr<std::optional<DType>> ParseComputeDType(const std::string& flag, const std::string& value,
                                                        bool allow_auto) {
   if (value == "f32") return std::optional<DType>(DType::kF32);

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "model/dtype.h"
 #include "model/model_config.h"
+#include "model/runtime_config.h"
 #include "scheduler/scheduler.h"
 
 namespace llmserve {
@@ -38,6 +39,8 @@ struct ServerConfig {
   // Runtime.
   int32_t threads = 0;             // compute threads, 0 = all cores
   std::optional<DType> weight_dtype;  // f32 or bf16; unset = bf16 with avx512_bf16, else f32
+  WeightQuant weight_quant = WeightQuant::kAuto;  // --weight-dtype: auto keeps quantized tensors,
+                                                  // f32/bf16 dequantize them, int8 quantizes all
   std::optional<DType> kv_dtype;   // f32 or bf16; unset = the weight dtype in effect
 
   // KV cache and scheduler.
@@ -77,6 +80,13 @@ struct ServerConfig {
 
 // A Prometheus metric name prefix: non-empty, [a-zA-Z_:][a-zA-Z0-9_:]*.
 bool ValidMetricsPrefix(const std::string& prefix);
+
+// --weight-dtype: "auto" (quantized tensors keep their format, the rest the default dtype),
+// "f32" / "bf16" (every weight in that dtype), "int8" (every weight quantized at load to
+// int8 blocks of 32). INVALID_ARGUMENT naming `flag`.
+absl::Status ParseWeightDType(const std::string& flag, const std::string& value, ServerConfig* config);
+// The --weight-dtype value `config` stands for: "auto", "f32", "bf16" or "int8".
+std::string WeightDTypeFlagValue(const ServerConfig& config);
 
 // "f32" / "bf16" (or "auto" -> nullopt: the default); INVALID_ARGUMENT naming `flag`.
 absl::StatusOr<std::optional<DType>> ParseComputeDType(const std::string& flag, const std::string& value,

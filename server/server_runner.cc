@@ -127,8 +127,8 @@ void Drain(const ServerConfig& config, GrpcListener& listener, grpc::Server& ser
 MetricsConfigInfo ConfigInfo(const ServerConfig& config) {
   MetricsConfigInfo info;
   info.block_size = config.block_size;
-  const absl::string_view wd = DTypeName(config.EffectiveWeightDType()), kd = DTypeName(config.EffectiveKvDType());
-  info.weight_dtype = std::string(wd.data(), wd.size());
+  const absl::string_view kd = DTypeName(config.EffectiveKvDType());
+  info.weight_dtype = WeightDTypeFlagValue(config);
   info.kv_dtype = std::string(kd.data(), kd.size());
   info.threads = config.threads;
   info.max_running = config.max_running;

@@ -28,12 +28,13 @@
 namespace llmserve {
 namespace {
 
-// Groups of 16 outputs per task.
-constexpr int64_t kTaskGroups = 4;
+// Groups of 16 outputs per task: one panel.
+constexpr int64_t kTaskGroups = kQuantPanelGroups;
 // Below this many weight bytes (and rows) one thread does the whole product.
 constexpr size_t kParallelMinBytes = size_t{64} << 10;
 // Rows converted to f32 at a time when an unquantized part is quantized to int8.
 constexpr int64_t kInt8ChunkRows = 256;
+static_assert(kInt8ChunkRows % (kQuantGroupRows * kQuantPanelGroups) == 0, "chunks of whole panels");
 
 size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 

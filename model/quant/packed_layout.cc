@@ -86,7 +86,7 @@ void PackGroups(QuantType t, int64_t rows, int64_t cols, uint8_t* dst, DecodeRow
         decode(row, u, &blocks[r]);
         ptrs[r] = &blocks[r];
       }
-      PackUnit(t, l, ptrs, dst + g * m.group_bytes + u * l.bytes);
+      PackUnit(t, l, ptrs, const_cast<uint8_t*>(m.unit(g, u)));
     }
   }
 }
@@ -106,6 +106,7 @@ PackedQuantMatrix MakePackedQuantMatrix(QuantType t, int64_t rows, int64_t cols,
   m.cols = cols;
   m.groups = (rows + kQuantGroupRows - 1) / kQuantGroupRows;
   m.units = l.elems > 0 ? cols / l.elems : 0;
+  m.unit_bytes = l.bytes;
   m.group_bytes = m.units * l.bytes;
   m.data = data;
   return m;

@@ -1,6 +1,12 @@
 // The layout quantized weights are repacked into at load, for the int8 dot-product
-// kernels (quant_gemm.h): rows are taken 16 at a time (a group), and each group's blocks
-// are stored front to back as one contiguous run, so a thread streams its groups in order.
+// kernels (quant_gemm.h): rows are taken 16 at a time (a group), groups 4 at a time (a
+// panel of 64 rows), and a panel's blocks are stored front to back with its groups
+// interleaved unit by unit, so that the kernel, which multiplies a panel's 4 groups
+// together, reads one sequential stream:
+//
+//   panel = [unit 0 of group 0][unit 0 of g1][unit 0 of g2][unit 0 of g3][unit 1 of g0]...
+//
+// (the last panel may hold fewer than 4 groups, interleaved the same way).
 //
 // The kernels multiply with vpdpbusd, which takes in each 32-bit lane 4 unsigned weight
 // bytes and 4 signed activation bytes. So within a group, for every 4 consecutive k (a
@@ -36,6 +42,7 @@
 // scales included, so they contribute nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -45,6 +52,8 @@ namespace llmserve {
 
 // Rows per group.
 inline constexpr int64_t kQuantGroupRows = 16;
+// Groups per panel.
+inline constexpr int64_t kQuantPanelGroups = 4;
 
 // Byte offsets inside one unit (-1: absent for the type).
 struct UnitLayout {
@@ -80,10 +89,17 @@ struct PackedQuantMatrix {
   int64_t cols = 0;         // k, a multiple of the type's block size
   int64_t groups = 0;       // ceil(rows / 16)
   int64_t units = 0;        // cols / unit elems
+  int64_t unit_bytes = 0;   // UnitLayoutOf(type).bytes
   int64_t group_bytes = 0;  // units · unit bytes
   const uint8_t* data = nullptr;  // groups · group_bytes
 
-  const uint8_t* group(int64_t g) const { return data + g * group_bytes; }
+  // Groups in the panel holding group g (4, or fewer in the last panel).
+  int64_t panel_groups(int64_t g) const { return std::min<int64_t>(kQuantPanelGroups, groups - g / kQuantPanelGroups * kQuantPanelGroups); }
+  // Unit u of group g.
+  const uint8_t* unit(int64_t g, int64_t u) const {
+    const int64_t panel = g / kQuantPanelGroups;
+    return data + panel * kQuantPanelGroups * group_bytes + (u * panel_groups(g) + g % kQuantPanelGroups) * unit_bytes;
+  }
 };
 
 // Bytes of the packed form of a [rows, cols] weight of type `t`.

@@ -20,7 +20,9 @@ namespace {
 
 constexpr int kTileGroups = 4;  // P: groups per tile
 constexpr int kTileRows = 4;    // R: activation rows per tile
-constexpr int64_t kPrefetchBytes = 2048;  // how far ahead of a group's stream to prefetch
+// The first row tile prefetches its stream this far ahead into L2 (into L1, or less far,
+// the stream keeps fewer misses in flight: bench/quant_gemm_bench's read_fraction).
+constexpr int64_t kPrefetchBytes = 32768;
 
 constexpr int SubBlocks(QuantType t) { return UnitLayoutOf(t).elems / 32; }
 constexpr bool Is5Bit(QuantType t) {
@@ -92,35 +94,42 @@ LLMSERVE_TARGET_VNNI inline __m512 I8Vec(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
+// Four int8 activations as one 32-bit lane pattern (folded into vpdpbusd's broadcast).
+using AliasedInt = int32_t __attribute__((may_alias, aligned(1)));
 LLMSERVE_TARGET_VNNI inline __m512i Bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return _mm512_set1_epi32(v);
+  return _mm512_set1_epi32(*reinterpret_cast<const AliasedInt*>(p));
 }
 
-// Integer dot products of k-quads [i0, i0 + n) with one row's activations at xq.
+// Integer dot product of k-quads [0, N) with one row's activations at xq, as two
+// independent chains of vpdpbusd (integer sums: the same result in any order).
 template <int N>
-LLMSERVE_TARGET_VNNI inline __m512i Dot(__m512i acc, const __m512i* wq, const int8_t* xq) {
-  for (int i = 0; i < N; ++i) acc = _mm512_dpbusd_epi32(acc, wq[i], Bcast4(xq + 4 * i));
-  return acc;
+LLMSERVE_TARGET_VNNI inline __m512i Dot(__m512i init, const __m512i* wq, const int8_t* xq) {
+  __m512i a = init, b = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int i = 0; i < N; i += 2) {
+    a = _mm512_dpbusd_epi32(a, wq[i], Bcast4(xq + 4 * i));
+    b = _mm512_dpbusd_epi32(b, wq[i + 1], Bcast4(xq + 4 * i + 4));
+  }
+  return _mm512_add_epi32(a, b);
 }
 
-// One row tile: rows [r0, r0 + R) of `a`, groups [g, g + P) of `w`.
+// One row tile: rows [r0, r0 + R) of `a`, groups [g, g + P) of `w`, whose unit 0 is at
+// `first` and unit u of group g + p at first + u · unit_stride + p · unit bytes (P groups
+// of one panel, interleaved: packed_layout.h).
 template <QuantType T, int R, int P>
-LLMSERVE_TARGET_VNNI void Tile(const PackedQuantMatrix& w, int64_t g, const QuantizedActs& a, int64_t r0,
-                               bool prefetch, const float* bias, float* y, int64_t ldy) {
+LLMSERVE_TARGET_VNNI void Tile(const PackedQuantMatrix& w, int64_t g, const uint8_t* first, int64_t unit_stride,
+                               const QuantizedActs& a, int64_t r0, bool prefetch, const float* bias, float* y,
+                               int64_t ldy) {
   constexpr UnitLayout L = UnitLayoutOf(T);
   constexpr int kSubs = SubBlocks(T);
   constexpr int kShift = OffsetShift(T);
   constexpr bool kBlockMin = T == QuantType::kQ4_1 || T == QuantType::kQ5_1;
   constexpr bool kSubMin = T == QuantType::kQ4_K || T == QuantType::kQ5_K;
-  constexpr int kLines = (L.bytes + 63) / 64;  // cache lines per unit
+  const int64_t lines = unit_stride / 64;  // cache lines of the stream per unit
   __m512 acc[R][P];
   for (int r = 0; r < R; ++r) {
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
   }
-  const uint8_t* base[P];
-  for (int p = 0; p < P; ++p) base[p] = w.group(g + p);
   const int64_t xs = a.cols, bs = a.blocks;
   const int8_t* xq = a.q + r0 * xs;
   const float* xd = a.d + r0 * bs;
@@ -129,30 +138,30 @@ LLMSERVE_TARGET_VNNI void Tile(const PackedQuantMatrix& w, int64_t g, const Quan
   const int32_t* n16 = a.nsum16 + r0 * 2 * bs;
 
   for (int64_t u = 0; u < w.units; ++u) {
-    for (int p = 0; p < P; ++p) {
-      const uint8_t* unit = base[p] + u * L.bytes;
-      [[maybe_unused]] __m512 dv, mv;
-      if constexpr (IsKQuant(T)) dv = HalfVec(unit + L.d);
-      if constexpr (kSubMin) mv = HalfVec(unit + L.m);
-      for (int s = 0; s < kSubs; ++s) {
-        if (prefetch) {
-          for (int c = s * kLines / kSubs; c < (s + 1) * kLines / kSubs; ++c) {
-            _mm_prefetch(reinterpret_cast<const char*>(unit) + kPrefetchBytes + 64 * c, _MM_HINT_T0);
-          }
+    const uint8_t* units = first + u * unit_stride;
+    for (int s = 0; s < kSubs; ++s) {
+      const int64_t blk = u * kSubs + s;
+      if (prefetch) {
+        for (int64_t c = s * lines / kSubs; c < (s + 1) * lines / kSubs; ++c) {
+          _mm_prefetch(reinterpret_cast<const char*>(units) + kPrefetchBytes + 64 * c, _MM_HINT_T1);
         }
-        const int64_t blk = u * kSubs + s;
+      }
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+        const uint8_t* unit = units + p * L.bytes;
         __m512i wq[8];
         Unpack<T>(unit, s, wq);
         if constexpr (T == QuantType::kQ6_K) {
+          const __m512 dv = HalfVec(unit + L.d);
           const __m512 s0 = _mm512_mul_ps(dv, I8Vec(unit + L.scales + 32 * s));
           const __m512 s1 = _mm512_mul_ps(dv, I8Vec(unit + L.scales + 32 * s + 16));
+#pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
             const int8_t* x = xq + r * xs + 32 * blk;
             const __m512 d = _mm512_set1_ps(xd[r * bs + blk]);
-            __m512i i0 = _mm512_slli_epi32(_mm512_set1_epi32(n16[r * 2 * bs + 2 * blk]), kShift);
-            __m512i i1 = _mm512_slli_epi32(_mm512_set1_epi32(n16[r * 2 * bs + 2 * blk + 1]), kShift);
-            i0 = Dot<4>(i0, wq, x);
-            i1 = Dot<4>(i1, wq + 4, x + 16);
+            const __m512i i0 = Dot<4>(_mm512_slli_epi32(_mm512_set1_epi32(n16[r * 2 * bs + 2 * blk]), kShift), wq, x);
+            const __m512i i1 =
+                Dot<4>(_mm512_slli_epi32(_mm512_set1_epi32(n16[r * 2 * bs + 2 * blk + 1]), kShift), wq + 4, x + 16);
             acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0), d), s0, acc[r][p]);
             acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1), d), s1, acc[r][p]);
           }
@@ -160,12 +169,13 @@ LLMSERVE_TARGET_VNNI void Tile(const PackedQuantMatrix& w, int64_t g, const Quan
           __m512 sv;
           [[maybe_unused]] __m512 mn;
           if constexpr (IsKQuant(T)) {
-            sv = _mm512_mul_ps(dv, U8Vec(unit + L.scales + 16 * s));
-            mn = _mm512_mul_ps(mv, U8Vec(unit + L.mins + 16 * s));
+            sv = _mm512_mul_ps(HalfVec(unit + L.d), U8Vec(unit + L.scales + 16 * s));
+            mn = _mm512_mul_ps(HalfVec(unit + L.m), U8Vec(unit + L.mins + 16 * s));
           } else {
             sv = HalfVec(unit + L.d);
             if constexpr (kBlockMin) mn = HalfVec(unit + L.m);
           }
+#pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
             __m512i i0;
             if constexpr (kShift >= 0) {
@@ -194,16 +204,20 @@ LLMSERVE_TARGET_VNNI void Tile(const PackedQuantMatrix& w, int64_t g, const Quan
   }
 }
 
+// All rows of `a` for groups [g, g + P) (see Tile), R rows at a time; the first tile
+// streams the weights from memory (and prefetches), the others find them in L2.
 template <QuantType T, int P>
-LLMSERVE_TARGET_VNNI void Groups(const PackedQuantMatrix& w, int64_t g, const QuantizedActs& a, const float* bias,
-                                 float* y, int64_t ldy) {
+LLMSERVE_TARGET_VNNI void Groups(const PackedQuantMatrix& w, int64_t g, const uint8_t* first, int64_t unit_stride,
+                                 const QuantizedActs& a, const float* bias, float* y, int64_t ldy) {
   int64_t r0 = 0;
-  for (; r0 + kTileRows <= a.m; r0 += kTileRows) Tile<T, kTileRows, P>(w, g, a, r0, r0 == 0, bias, y, ldy);
-  const bool first = r0 == 0;
+  for (; r0 + kTileRows <= a.m; r0 += kTileRows) {
+    Tile<T, kTileRows, P>(w, g, first, unit_stride, a, r0, r0 == 0, bias, y, ldy);
+  }
+  const bool pf = r0 == 0;
   switch (a.m - r0) {
-    case 1: Tile<T, 1, P>(w, g, a, r0, first, bias, y, ldy); break;
-    case 2: Tile<T, 2, P>(w, g, a, r0, first, bias, y, ldy); break;
-    case 3: Tile<T, 3, P>(w, g, a, r0, first, bias, y, ldy); break;
+    case 1: Tile<T, 1, P>(w, g, first, unit_stride, a, r0, pf, bias, y, ldy); break;
+    case 2: Tile<T, 2, P>(w, g, first, unit_stride, a, r0, pf, bias, y, ldy); break;
+    case 3: Tile<T, 3, P>(w, g, first, unit_stride, a, r0, pf, bias, y, ldy); break;
     default: break;
   }
   static_assert(kTileRows == 4, "the tail switch covers 1..3 rows");
@@ -212,9 +226,18 @@ LLMSERVE_TARGET_VNNI void Groups(const PackedQuantMatrix& w, int64_t g, const Qu
 template <QuantType T>
 void GemmOf(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a, const float* bias, float* y,
             int64_t ldy) {
-  int64_t g = g0;
-  for (; g + kTileGroups <= g1; g += kTileGroups) Groups<T, kTileGroups>(w, g, a, bias, y, ldy);
-  for (; g < g1; ++g) Groups<T, 1>(w, g, a, bias, y, ldy);
+  static_assert(kTileGroups == kQuantPanelGroups, "a tile is one panel");
+  for (int64_t g = g0; g < g1;) {
+    const int64_t pg = w.panel_groups(g);
+    const int64_t stride = pg * w.unit_bytes;
+    if (g % kQuantPanelGroups == 0 && pg == kQuantPanelGroups && g + pg <= g1) {
+      Groups<T, kTileGroups>(w, g, w.unit(g, 0), stride, a, bias, y, ldy);
+      g += pg;
+    } else {
+      Groups<T, 1>(w, g, w.unit(g, 0), stride, a, bias, y, ldy);
+      ++g;
+    }
+  }
 }
 
 }  // namespace

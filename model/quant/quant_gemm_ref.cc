@@ -73,7 +73,7 @@ void QuantGemmScalar(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const Q
   for (int64_t g = g0; g < g1; ++g) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t u = 0; u < w.units; ++u) {
-      const uint8_t* unit = w.group(g) + u * l.bytes;
+      const uint8_t* unit = w.unit(g, u);
       for (int r = 0; r < kQuantGroupRows; ++r) {
         for (int e = 0; e < l.elems; ++e) q[e] = PackedQuantValue(t, l, unit, r, e);
         const float d = HalfAt(unit + l.d, r);

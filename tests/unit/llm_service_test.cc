@@ -73,7 +73,7 @@ struct Harness {
     info.config.num_heads = 4;
     info.config.num_kv_heads = 2;
     info.num_parameters = 1234;
-    info.weight_dtype = DType::kBF16;
+    info.weight_dtype = "bf16";
     info.kv_dtype = DType::kF32;
     info.version = "test-1";
     served = std::make_unique<Served>(*engine, *tok, std::move(info));

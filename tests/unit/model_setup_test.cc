@@ -25,7 +25,7 @@ TEST(ModelSetupTest, NoModelPathBuildsTheDemoModel) {
   auto demo = MakeDemoModel();
   ASSERT_TRUE(demo.ok()) << demo.status();
   EXPECT_EQ(setup->info.num_parameters, CountParameters(*demo->weights));
-  EXPECT_EQ(setup->info.weight_dtype, DType::kF32);
+  EXPECT_EQ(setup->info.weight_dtype, "f32");
   EXPECT_EQ(setup->info.version, kLlmserveVersion);
   ASSERT_NE(setup->engine, nullptr);
   EXPECT_EQ(setup->engine->config().scheduler.num_blocks, 32);

@@ -86,7 +86,7 @@ TEST_P(QuantKernelTest, PackedLayoutHoldsTheDecodedCodes) {
     for (int64_t u = 0; u < w.w.units; ++u) {
       DecodedBlock b;
       DecodeBlock(type(), w.file.data() + (r * w.w.units + u) * bb, &b);
-      const uint8_t* unit = w.w.group(r / 16) + u * l.bytes;
+      const uint8_t* unit = w.w.unit(r / 16, u);
       const int lane = static_cast<int>(r % 16);
       for (int e = 0; e < l.elems; ++e) {
         ASSERT_EQ(PackedQuantValue(type(), l, unit, lane, e), b.q[e]) << "row " << r << " unit " << u << " e " << e;
@@ -101,7 +101,7 @@ TEST_P(QuantKernelTest, PackedLayoutHoldsTheDecodedCodes) {
     }
   }
   // The padding rows of the last group are zero.
-  const uint8_t* last = w.w.group(w.w.groups - 1);
+  const uint8_t* last = w.w.unit(w.w.groups - 1, w.w.units - 1);
   for (int lane = static_cast<int>(rows % 16); lane < 16; ++lane) {
     for (int e = 0; e < l.elems; ++e) ASSERT_EQ(PackedQuantValue(type(), l, last, lane, e), 0);
   }

@@ -7,7 +7,7 @@
 //          [--stop TEXT ...] [--stop-token-id ID ...] [--ignore-eos]
 //          [--kv-blocks N | --kv-cache-bytes N] [--block-size N] [--max-batched-tokens N]
 //          [--max-running N] [--prefill-chunk N] [--step-policy mixed|separate]
-//          [--max-decode-stall N] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] [--threads N]
+//          [--max-decode-stall N] [--weight-dtype auto|f32|bf16|int8] [--kv-dtype f32|bf16] [--threads N]
 //          [--top-logits K]
 //
 // PATH is a llama2.c .bin (its tokenizer then given by --tokenizer), a .gguf, or a
@@ -61,7 +61,7 @@ constexpr const char* kUsage =
     "  engine:     [--kv-blocks N | --kv-cache-bytes N (1 GiB)] [--block-size N (16)] [--max-batched-tokens N (512)]\n"
     "              [--max-running N (64)] [--prefill-chunk N (0 = max-batched-tokens)]\n"
     "              [--step-policy mixed|separate] [--max-decode-stall N (4)]\n"
-    "  runtime:    [--weight-dtype f32|bf16] [--kv-dtype f32|bf16 (the weight dtype)] [--threads N (0 = all)]\n"
+    "  runtime:    [--weight-dtype auto|f32|bf16|int8] [--kv-dtype f32|bf16 (the weight dtype)] [--threads N (0 = all)]\n"
     "  direct:     [--top-logits K]  greedy on the forward pass without the engine, printing the K largest logits\n";
 
 // llmrun's default: greedy (the engine's own default temperature is 1).
@@ -78,6 +78,7 @@ struct Args {
   int top_logits = 0, threads = 0, concurrency = 1;
   bool batch = false;
   DType weight_dtype = llmserve::DefaultWeightDType();
+  llmserve::WeightQuant weight_quant = llmserve::WeightQuant::kAuto;  // --weight-dtype auto / int8 / f32|bf16
   DType kv_dtype = DType::kF32;
   bool kv_dtype_set = false;  // else the weight dtype, as the server does
   llmserve::SamplingParams sampling = Greedy();
@@ -142,7 +143,14 @@ std::map<std::string, Setter> ValuedFlags(Args* a) {
       {"block-size", [a](auto& n, auto& v) { return ParseInt(n, v, 1, 1024, &a->block_size); }},
       {"threads", [a](auto& n, auto& v) { return ParseInt(n, v, 0, 4096, &a->threads); }},
       {"concurrency", [a](auto& n, auto& v) { return ParseInt(n, v, 1, 1 << 20, &a->concurrency); }},
-      {"weight-dtype", [a](auto& n, auto& v) { return ParseDType(n, v, &a->weight_dtype); }},
+      {"weight-dtype", [a](auto& n, auto& v) {
+         if (v == "auto" || v == "int8") {
+           a->weight_quant = v == "auto" ? llmserve::WeightQuant::kAuto : llmserve::WeightQuant::kInt8;
+           return absl::OkStatus();
+         }
+         a->weight_quant = llmserve::WeightQuant::kNone;
+         return ParseDType(n, v, &a->weight_dtype);
+       }},
       {"kv-dtype", [a](auto& n, auto& v) {
          a->kv_dtype_set = true;
          return ParseDType(n, v, &a->kv_dtype);
@@ -265,6 +273,7 @@ int RunDirect(const Args& args, llmserve::ModelWeights& weights, const llmserve:
               const std::vector<std::vector<int32_t>>& prompts, const std::vector<int32_t>& stop_ids) {
   llmserve::RuntimeConfig runtime;
   runtime.weight_dtype = args.weight_dtype;
+  runtime.weight_quant = args.weight_quant;
   runtime.kv_dtype = args.kv_dtype;
   runtime.threads = args.threads;
   auto model = llmserve::Transformer::Create(weights, runtime);
@@ -301,6 +310,7 @@ int RunEngine(const Args& args, llmserve::ModelWeights& weights, const llmserve:
   const llmserve::ModelConfig config = weights.config;
   llmserve::RuntimeConfig runtime;
   runtime.weight_dtype = args.weight_dtype;
+  runtime.weight_quant = args.weight_quant;
   runtime.kv_dtype = args.kv_dtype;
   runtime.threads = args.threads;
   if (absl::Status s = runtime.Validate(); !s.ok()) return Fail(s);
