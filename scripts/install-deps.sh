@@ -9,7 +9,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Core libraries
   libabsl-dev libdnnl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
-  libpcre2-dev nlohmann-json3-dev libutf8proc-dev
+  libpcre2-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # Tests: independent Python reference

@@ -67,6 +67,16 @@ Flag Switch(const char* help, bool* to) {
 
 std::map<std::string, Flag> Flags(BenchOptions* o) {
   std::map<std::string, Flag> f;
+  f["backend"] = String("grpc (llmserve) or llamacpp (llama.cpp's llama-server, HTTP /completion) (grpc)",
+                        &o->backend);
+  f["ban-ids"] = {"llamacpp: FIRST-LAST, ids the server may never sample (logit_bias false), e.g. 3-258 for the "
+                  "byte tokens of a random-weight model, on whose partial UTF-8 llama-server aborts a stream",
+                  true, [o](const std::string& v) {
+                    const size_t dash = v.find('-');
+                    return dash != std::string::npos && absl::SimpleAtoi(v.substr(0, dash), &o->ban_first) &&
+                           absl::SimpleAtoi(v.substr(dash + 1), &o->ban_last) && o->ban_first >= 0 &&
+                           o->ban_last >= o->ban_first;
+                  }};
   f["addr"] = String("server HOST:PORT (127.0.0.1:50051)", &o->addr);
   f["channels"] = Int("gRPC channels (connections); calls round-robin over them (1)", &o->channels);
   f["requests"] = Int("requests to send (32)", &o->requests);
@@ -170,19 +180,6 @@ absl::Status ParseArgs(int argc, char** argv, BenchOptions* o, bool* help) {
   return o->Validate();
 }
 
-// GetModelInfo with a short deadline.
-std::optional<v1::ModelInfo> FetchModelInfo(v1::LlmService::Stub* stub, std::string* error) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::ModelInfo info;
-  const grpc::Status st = stub->GetModelInfo(&ctx, v1::GetModelInfoRequest(), &info);
-  if (!st.ok()) {
-    *error = absl::StrCat("code ", static_cast<int>(st.error_code()), ": ", st.error_message());
-    return std::nullopt;
-  }
-  return info;
-}
-
 bool WriteFile(const std::string& path, const std::string& text, bool append) {
   std::ofstream out(path, append ? std::ios::app : std::ios::trunc);
   out << text << "\n";
@@ -209,27 +206,19 @@ int main(int argc, char** argv) {
     prompts = std::move(*read);
   }
 
-  // Separate subchannel pools: each channel gets its own connection.
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  std::vector<std::unique_ptr<v1::LlmService::Stub>> stubs;
-  std::vector<v1::LlmService::Stub*> stub_ptrs;
-  for (int i = 0; i < o.channels; ++i) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    channels.push_back(grpc::CreateCustomChannel(o.addr, grpc::InsecureChannelCredentials(), args));
-    stubs.push_back(v1::LlmService::NewStub(channels.back()));
-    stub_ptrs.push_back(stubs.back().get());
-  }
-
+  std::unique_ptr<llmbench::Backend> backend =
+      o.backend == "llamacpp" ? llmbench::MakeLlamaCppBackend(o) : llmbench::MakeGrpcBackend(o);
   std::string error;
-  const std::optional<v1::ModelInfo> model = FetchModelInfo(stub_ptrs[0], &error);
+  const std::optional<v1::ModelInfo> model = backend->ModelInfo(&error);
   llmbench::ModelLimits limits;
   if (model) {
     limits = {model->vocab_size(), model->context_length(), model->bos_id(), model->eos_id()};
   } else {
     // Still send the requests, so that the failures are counted by code.
-    std::cerr << "llmbench: GetModelInfo failed (" << error << "); random ids drawn from [--token-offset, "
-              << (o.vocab > 0 ? o.vocab : 256) << ")\n";
+    if (o.vocab <= 0 || o.backend == "grpc") {
+      std::cerr << "llmbench: GetModelInfo failed (" << error << "); random ids drawn from [--token-offset, "
+                << (o.vocab > 0 ? o.vocab : 256) << ")\n";
+    }
     limits.vocab = 256;
   }
   if (o.vocab > 0) limits.vocab = o.vocab;
@@ -241,7 +230,8 @@ int main(int argc, char** argv) {
   }
   const std::vector<double> arrivals = llmbench::PoissonArrivals(o.requests, o.rate, &rng);
 
-  llmbench::RunResult run = llmbench::RunRequests(o, stub_ptrs, *requests, arrivals, stub_ptrs[0]);
+  llmbench::RunResult run = llmbench::RunRequests(o, *backend, *requests, arrivals);
+  backend.reset();  // joins the HTTP backend's threads
   const nlohmann::json report = llmbench::BuildReport(o, model, &run);
   llmbench::PrintTable(report, stdout);
   std::fflush(stdout);

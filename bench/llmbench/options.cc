@@ -26,6 +26,12 @@ const char* LengthDistName(LengthDist dist) {
 }
 
 absl::Status BenchOptions::Validate() const {
+  if (backend != "grpc" && backend != "llamacpp") {
+    return absl::InvalidArgumentError("--backend must be grpc or llamacpp");
+  }
+  if (ban_first >= 0 && backend != "llamacpp") {
+    return absl::InvalidArgumentError("--ban-ids is only sent to llama.cpp (--backend llamacpp)");
+  }
   auto bad = [](const char* flag, const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
   };

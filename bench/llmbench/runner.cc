@@ -14,13 +14,6 @@ namespace {
 
 namespace v1 = llmserve::v1;
 
-// GetServerInfo with a short deadline; false if it failed.
-bool PollServer(v1::LlmService::Stub* stub, v1::ServerInfo* info) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  return stub->GetServerInfo(&ctx, v1::GetServerInfoRequest(), info).ok();
-}
-
 void Track(const v1::ServerInfo& info, ServerView* view) {
   view->peak_running = std::max(view->peak_running, info.running_requests());
   view->peak_waiting = std::max(view->peak_waiting, info.waiting_requests());
@@ -31,16 +24,15 @@ void Track(const v1::ServerInfo& info, ServerView* view) {
 // runs the monitor thread (progress, GetServerInfo polls).
 class Runner : public CallSink {
  public:
-  Runner(const BenchOptions& options, const std::vector<v1::LlmService::Stub*>& stubs,
-         const std::vector<v1::GenerateRequest>& requests, const std::vector<double>& arrivals,
-         v1::LlmService::Stub* info_stub)
-      : o_(options), stubs_(stubs), requests_(requests), arrivals_(arrivals), info_stub_(info_stub) {
+  Runner(const BenchOptions& options, Backend& backend, const std::vector<v1::GenerateRequest>& requests,
+         const std::vector<double>& arrivals)
+      : o_(options), backend_(backend), requests_(requests), arrivals_(arrivals) {
     result_.results.resize(requests.size());
     progress_ = o_.progress < 0 ? (isatty(STDERR_FILENO) ? 2 : 1) : o_.progress;
   }
 
   RunResult Run() {
-    if (PollServer(info_stub_, &result_.server.before)) {
+    if (backend_.PollServer(&result_.server.before)) {
       result_.server.have_before = true;
       Track(result_.server.before, &result_.server);
     }
@@ -59,9 +51,7 @@ class Runner : public CallSink {
         cv_.wait(lock, [&] { return in_flight_ < limit; });
         ++in_flight_;
         lock.unlock();
-        auto* call = new StreamCall(static_cast<int>(i), stubs_[i % stubs_.size()], &requests_[i], epoch_,
-                                    o_.timeout_seconds, requests_[i].max_tokens(), this);
-        call->Start();
+        backend_.Start(static_cast<int>(i), requests_[i], epoch_, this);
         lock.lock();
       }
       cv_.wait(lock, [&] { return done_ == n; });
@@ -76,7 +66,7 @@ class Runner : public CallSink {
       last = std::max(last, r.end);
     }
     result_.duration_seconds = last - first;
-    if (PollServer(info_stub_, &result_.server.after)) {
+    if (backend_.PollServer(&result_.server.after)) {
       result_.server.have_after = true;
       Track(result_.server.after, &result_.server);
     }
@@ -117,7 +107,7 @@ class Runner : public CallSink {
       }
       if (now >= next_poll) {
         v1::ServerInfo info;
-        if (PollServer(info_stub_, &info)) {
+        if (backend_.PollServer(&info)) {
           ++result_.server.samples;
           Track(info, &result_.server);
         }
@@ -150,10 +140,9 @@ class Runner : public CallSink {
   }
 
   const BenchOptions& o_;
-  const std::vector<v1::LlmService::Stub*>& stubs_;
+  Backend& backend_;
   const std::vector<v1::GenerateRequest>& requests_;
   const std::vector<double>& arrivals_;
-  v1::LlmService::Stub* const info_stub_;
   int progress_ = 0;  // 0 off, 1 plain lines, 2 bar
   Clock::time_point epoch_;
 
@@ -168,10 +157,9 @@ class Runner : public CallSink {
 
 }  // namespace
 
-RunResult RunRequests(const BenchOptions& options, const std::vector<v1::LlmService::Stub*>& stubs,
-                      const std::vector<v1::GenerateRequest>& requests, const std::vector<double>& arrivals,
-                      v1::LlmService::Stub* info_stub) {
-  Runner runner(options, stubs, requests, arrivals, info_stub);
+RunResult RunRequests(const BenchOptions& options, Backend& backend, const std::vector<v1::GenerateRequest>& requests,
+                      const std::vector<double>& arrivals) {
+  Runner runner(options, backend, requests, arrivals);
   return runner.Run();
 }
 

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "bench/llmbench/backend.h"
 #include "bench/llmbench/options.h"
 #include "bench/llmbench/stream_client.h"
 #include "llmserve/v1/llmserve.grpc.pb.h"
@@ -31,10 +32,9 @@ struct RunResult {
   ServerView server;
 };
 
-// Sends `requests` (request i over stubs[i % stubs.size()], at arrivals[i] seconds after
-// the start in open loop) and waits for all of them. `info_stub` serves GetServerInfo.
-RunResult RunRequests(const BenchOptions& options, const std::vector<llmserve::v1::LlmService::Stub*>& stubs,
-                      const std::vector<llmserve::v1::GenerateRequest>& requests, const std::vector<double>& arrivals,
-                      llmserve::v1::LlmService::Stub* info_stub);
+// Sends `requests` through `backend` (at arrivals[i] seconds after the start in open
+// loop) and waits for all of them; polls the backend's server view while they run.
+RunResult RunRequests(const BenchOptions& options, Backend& backend,
+                      const std::vector<llmserve::v1::GenerateRequest>& requests, const std::vector<double>& arrivals);
 
 }  // namespace llmbench
