@@ -22,7 +22,7 @@ absl::Status DnnErrorToStatus(const dnnl::error& e, const char* what);
 class DnnContext {
  public:
   // Scratch buffers; each is independent, so one user never clobbers another's.
-  enum class Scratch : int { kOneDnn = 0, kBf16Src = 1, kQuantActs = 2, kCount = 3 };
+  enum class Scratch : int { kOneDnn = 0, kBf16Src = 1, kQuantActs = 2, kQuantPanels = 3, kCount = 4 };
 
   // Creates the CPU engine (index 0) and an in-order stream.
   static absl::StatusOr<std::unique_ptr<DnnContext>> Create();

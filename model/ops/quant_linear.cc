@@ -32,6 +32,9 @@ namespace {
 constexpr int64_t kTaskGroups = kQuantPanelGroups;
 // Below this many weight bytes (and rows) one thread does the whole product.
 constexpr size_t kParallelMinBytes = size_t{64} << 10;
+// From this many rows on, each thread unpacks a panel once into a scratch buffer for all
+// its row tiles instead of unpacking it in registers for every tile (quant_gemm.h).
+constexpr int64_t kPanelScratchMinRows = 9;
 // Rows converted to f32 at a time when an unquantized part is quantized to int8.
 constexpr int64_t kInt8ChunkRows = 256;
 static_assert(kInt8ChunkRows % (kQuantGroupRows * kQuantPanelGroups) == 0, "chunks of whole panels");
@@ -160,16 +163,24 @@ void QuantLinear::Forward(const float* x, int64_t m, float* y) {
   const QuantizedActs a = MapQuantizedActs(buffer, m, cols_);
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   const bool parallel = weight_bytes_ >= kParallelMinBytes || m >= 16;
+  const size_t panel_bytes = QuantPanelScratchBytes(cols_);
+  uint8_t* panels = nullptr;
+  if (m >= kPanelScratchMinRows) {
+    const size_t threads = parallel ? static_cast<size_t>(omp_get_max_threads()) : 1;
+    panels = static_cast<uint8_t*>(ctx_.ScratchBuffer(DnnContext::Scratch::kQuantPanels, threads * panel_bytes));
+  }
 #pragma omp parallel if (parallel)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    uint8_t* scratch = panels != nullptr ? panels + static_cast<size_t>(t) * panel_bytes : nullptr;
     QuantizeActs(kernel_, x, in_, m * t / nt, m * (t + 1) / nt, a);
 #pragma omp barrier
     const auto [lo, hi] = TaskRange(t, nt);
     for (size_t i = lo; i < hi; ++i) {
       const Task& task = tasks_[i];
       const Segment& s = segments_[static_cast<size_t>(task.seg)];
-      QuantGemm(kernel_, s.w, task.g0, task.g1, a, bias != nullptr ? bias + s.col0 : nullptr, y + s.col0, out_);
+      QuantGemm(kernel_, s.w, task.g0, task.g1, a, scratch, bias != nullptr ? bias + s.col0 : nullptr, y + s.col0,
+                out_);
     }
   }
 }

@@ -3,12 +3,6 @@
 #include "model/runtime_config.h"
 
 namespace llmserve {
-namespace {
-
-size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
-
-}  // namespace
-
 const char* QuantKernelName(QuantKernel k) { return k == QuantKernel::kAvx512Vnni ? "avx512-vnni" : "scalar"; }
 
 bool QuantKernelSupported(QuantKernel k) {
@@ -22,8 +16,7 @@ QuantKernel BestQuantKernel() {
 }
 
 size_t QuantizedActsBytes(int64_t m, int64_t cols) {
-  const size_t rows = static_cast<size_t>(m), blocks = static_cast<size_t>(cols / 32);
-  return Align64(rows * static_cast<size_t>(cols)) + 3 * Align64(rows * blocks * 4) + Align64(rows * blocks * 8);
+  return static_cast<size_t>(m * (cols / 32) * QuantizedActs::kRecordBytes);
 }
 
 QuantizedActs MapQuantizedActs(void* buffer, int64_t m, int64_t cols) {
@@ -31,18 +24,20 @@ QuantizedActs MapQuantizedActs(void* buffer, int64_t m, int64_t cols) {
   a.m = m;
   a.cols = cols;
   a.blocks = cols / 32;
-  const size_t rows = static_cast<size_t>(m), blocks = static_cast<size_t>(a.blocks);
-  auto* p = static_cast<uint8_t*>(buffer);
-  a.q = reinterpret_cast<int8_t*>(p);
-  p += Align64(rows * static_cast<size_t>(cols));
-  a.d = reinterpret_cast<float*>(p);
-  p += Align64(rows * blocks * 4);
-  a.dsum = reinterpret_cast<float*>(p);
-  p += Align64(rows * blocks * 4);
-  a.nsum32 = reinterpret_cast<int32_t*>(p);
-  p += Align64(rows * blocks * 4);
-  a.nsum16 = reinterpret_cast<int32_t*>(p);
+  a.data = static_cast<uint8_t*>(buffer);
   return a;
+}
+
+void WriteActsRecord(const int8_t* q, float d, uint8_t* record) {
+  int32_t sum[2] = {0, 0};
+  for (int e = 0; e < 32; ++e) sum[e / 16] += q[e];
+  std::memcpy(record, q, 32);
+  const float dsum = d * static_cast<float>(sum[0] + sum[1]);
+  const int32_t n[3] = {-(sum[0] + sum[1]), -sum[0], -sum[1]};
+  std::memcpy(record + QuantizedActs::kD, &d, 4);
+  std::memcpy(record + QuantizedActs::kDsum, &dsum, 4);
+  std::memcpy(record + QuantizedActs::kNsum32, n, 12);
+  std::memset(record + 52, 0, QuantizedActs::kRecordBytes - 52);
 }
 
 void QuantizeActs(QuantKernel kernel, const float* x, int64_t in, int64_t r0, int64_t r1, const QuantizedActs& a) {
@@ -54,9 +49,9 @@ void QuantizeActs(QuantKernel kernel, const float* x, int64_t in, int64_t r0, in
 }
 
 void QuantGemm(QuantKernel kernel, const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a,
-               const float* bias, float* y, int64_t ldy) {
+               uint8_t* scratch, const float* bias, float* y, int64_t ldy) {
   if (kernel == QuantKernel::kAvx512Vnni) {
-    quant_internal::QuantGemmAvx512(w, g0, g1, a, bias, y, ldy);
+    quant_internal::QuantGemmAvx512(w, g0, g1, a, scratch, bias, y, ldy);
   } else {
     quant_internal::QuantGemmScalar(w, g0, g1, a, bias, y, ldy);
   }

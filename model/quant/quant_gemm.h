@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "model/quant/packed_layout.h"
 
@@ -34,30 +35,61 @@ bool QuantKernelSupported(QuantKernel k);
 // The fastest kernel this CPU supports.
 QuantKernel BestQuantKernel();
 
-// x quantized for the kernels (views into one buffer; see MapQuantizedActs).
+// x quantized for the kernels: one 64-byte record per (row, 32-block), rows after rows,
+// so that a kernel walks each row's blocks with one pointer:
+//
+//   record: [ q: 32 × int8 | d f32 | d·Σq f32 | −Σq i32 | −Σq first 16 i32 | −Σq last 16 i32 | 0 × 12 ]
+//             0              32      36         40        44                 48
 struct QuantizedActs {
+  static constexpr int64_t kRecordBytes = 64;
+  static constexpr int64_t kD = 32, kDsum = 36, kNsum32 = 40, kNsum16 = 44;
+
   int64_t m = 0;       // rows
   int64_t cols = 0;    // k, a multiple of 32 (zero past x's own width)
   int64_t blocks = 0;  // cols / 32
-  int8_t* q = nullptr;         // [m][cols]
-  float* d = nullptr;          // [m][blocks] scale of each 32-block
-  float* dsum = nullptr;       // [m][blocks] d · Σq over the block
-  int32_t* nsum32 = nullptr;   // [m][blocks] −Σq over the block
-  int32_t* nsum16 = nullptr;   // [m][2 blocks] −Σq over each half block
+  uint8_t* data = nullptr;  // [m][blocks] records
+
+  uint8_t* record(int64_t r, int64_t b) const { return data + (r * blocks + b) * kRecordBytes; }
+  // The int8 values of row r, k 32b .. 32b + 31.
+  const int8_t* q(int64_t r, int64_t b) const { return reinterpret_cast<const int8_t*>(record(r, b)); }
+  float d(int64_t r, int64_t b) const { return Get<float>(r, b, kD); }
+  float dsum(int64_t r, int64_t b) const { return Get<float>(r, b, kDsum); }
+  int32_t nsum32(int64_t r, int64_t b) const { return Get<int32_t>(r, b, kNsum32); }
+  // −Σq over half h (0, 1) of block b.
+  int32_t nsum16(int64_t r, int64_t b, int h) const { return Get<int32_t>(r, b, kNsum16 + 4 * h); }
+
+ private:
+  template <typename T>
+  T Get(int64_t r, int64_t b, int64_t off) const {
+    T v;
+    std::memcpy(&v, record(r, b) + off, sizeof v);
+    return v;
+  }
 };
 
 // Bytes of the buffer MapQuantizedActs lays out for m rows of `cols` (a multiple of 32).
 size_t QuantizedActsBytes(int64_t m, int64_t cols);
-// Lays out the arrays in `buffer` (64-byte aligned, QuantizedActsBytes bytes).
+// The records of m rows of `cols` in `buffer` (64-byte aligned, QuantizedActsBytes bytes).
 QuantizedActs MapQuantizedActs(void* buffer, int64_t m, int64_t cols);
+// Writes one block's record: its 32 int8 values, scale and sums (the padding zeroed).
+void WriteActsRecord(const int8_t* q, float d, uint8_t* record);
 
 // Quantizes rows [r0, r1) of x [a.m, in] (row stride `in`, in <= a.cols) into `a`.
 void QuantizeActs(QuantKernel kernel, const float* x, int64_t in, int64_t r0, int64_t r1, const QuantizedActs& a);
 
 // For every row of `a` and the outputs of groups [g0, g1) of `w`: y[r * ldy + o] =
-// (x·Wᵀ)[r, o] + bias[o] (bias may be null). `a.cols` must equal w.cols.
+// (x·Wᵀ)[r, o] + bias[o] (bias may be null). `a.cols` must equal w.cols. `scratch`, when
+// not null (QuantPanelScratchBytes(w.cols) bytes, 64-byte aligned), lets the SIMD kernel
+// unpack each panel once and reuse it for all rows: worth it for many rows (prefill);
+// the results are the same either way.
 void QuantGemm(QuantKernel kernel, const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a,
-               const float* bias, float* y, int64_t ldy);
+               uint8_t* scratch, const float* bias, float* y, int64_t ldy);
+
+// Bytes of the panel scratch QuantGemm can use for weights of `cols` k.
+inline constexpr int64_t kQuantScratchEntryBytes = 640;  // per (32 k, group): codes, scales, min
+inline size_t QuantPanelScratchBytes(int64_t cols) {
+  return static_cast<size_t>(cols / 32 * kQuantPanelGroups * kQuantScratchEntryBytes);
+}
 
 namespace quant_internal {
 // The kernels behind QuantizeActs / QuantGemm (quant_gemm_ref.cc, quant_gemm_avx512.cc).
@@ -65,8 +97,8 @@ void QuantizeActsScalar(const float* x, int64_t in, int64_t r0, int64_t r1, cons
 void QuantizeActsAvx512(const float* x, int64_t in, int64_t r0, int64_t r1, const QuantizedActs& a);
 void QuantGemmScalar(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a, const float* bias,
                      float* y, int64_t ldy);
-void QuantGemmAvx512(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a, const float* bias,
-                     float* y, int64_t ldy);
+void QuantGemmAvx512(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a, uint8_t* scratch,
+                     const float* bias, float* y, int64_t ldy);
 }  // namespace quant_internal
 
 }  // namespace llmserve

@@ -9,14 +9,20 @@
 // the weights are read from memory by the first row tile only (later tiles find them in
 // L2); the first tile also prefetches its streams a fixed distance ahead.
 #include <cstring>
+#include <utility>
 
 #include "model/ops/simd_math.h"
 #include "model/quant/quant_gemm.h"
 
+// Everything below is compiled for AVX-512 VNNI (lambdas included, which a function's
+// target attribute would not reach); it runs only where QuantKernelSupported says so.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
+
 namespace llmserve::quant_internal {
 namespace {
 
-#define LLMSERVE_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#define LLMSERVE_TARGET_VNNI
 
 constexpr int kTileGroups = 4;  // P: groups per tile
 constexpr int kTileRows = 4;    // R: activation rows per tile
@@ -94,10 +100,13 @@ LLMSERVE_TARGET_VNNI inline __m512 I8Vec(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
-// Four int8 activations as one 32-bit lane pattern (folded into vpdpbusd's broadcast).
-using AliasedInt = int32_t __attribute__((may_alias, aligned(1)));
-LLMSERVE_TARGET_VNNI inline __m512i Bcast4(const int8_t* p) {
-  return _mm512_set1_epi32(*reinterpret_cast<const AliasedInt*>(p));
+// acc += the unsigned codes w · the 4 int8 activations at x broadcast to every lane, with
+// the activations as vpdpbusd's broadcast memory operand. Written in asm so that the
+// compiler cannot keep the broadcasts in registers across the tile's groups (it does, and
+// then runs out of registers and spills the accumulators).
+LLMSERVE_TARGET_VNNI inline __m512i DotStep(__m512i acc, __m512i w, const int8_t* x) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(x)));
+  return acc;
 }
 
 // Integer dot product of k-quads [0, N) with one row's activations at xq, as two
@@ -107,134 +116,220 @@ LLMSERVE_TARGET_VNNI inline __m512i Dot(__m512i init, const __m512i* wq, const i
   __m512i a = init, b = _mm512_setzero_si512();
 #pragma GCC unroll 8
   for (int i = 0; i < N; i += 2) {
-    a = _mm512_dpbusd_epi32(a, wq[i], Bcast4(xq + 4 * i));
-    b = _mm512_dpbusd_epi32(b, wq[i + 1], Bcast4(xq + 4 * i + 4));
+    a = DotStep(a, wq[i], xq + 4 * i);
+    b = DotStep(b, wq[i + 1], xq + 4 * i + 4);
   }
   return _mm512_add_epi32(a, b);
 }
 
-// One row tile: rows [r0, r0 + R) of `a`, groups [g, g + P) of `w`, whose unit 0 is at
-// `first` and unit u of group g + p at first + u · unit_stride + p · unit bytes (P groups
-// of one panel, interleaved: packed_layout.h).
-template <QuantType T, int R, int P>
-LLMSERVE_TARGET_VNNI void Tile(const PackedQuantMatrix& w, int64_t g, const uint8_t* first, int64_t unit_stride,
-                               const QuantizedActs& a, int64_t r0, bool prefetch, const float* bias, float* y,
-                               int64_t ldy) {
-  constexpr UnitLayout L = UnitLayoutOf(T);
-  constexpr int kSubs = SubBlocks(T);
-  constexpr int kShift = OffsetShift(T);
-  constexpr bool kBlockMin = T == QuantType::kQ4_1 || T == QuantType::kQ5_1;
-  constexpr bool kSubMin = T == QuantType::kQ4_K || T == QuantType::kQ5_K;
-  const int64_t lines = unit_stride / 64;  // cache lines of the stream per unit
-  __m512 acc[R][P];
-  for (int r = 0; r < R; ++r) {
-    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
-  }
-  const int64_t xs = a.cols, bs = a.blocks;
-  const int8_t* xq = a.q + r0 * xs;
-  const float* xd = a.d + r0 * bs;
-  const float* xdsum = a.dsum + r0 * bs;
-  const int32_t* n32 = a.nsum32 + r0 * bs;
-  const int32_t* n16 = a.nsum16 + r0 * 2 * bs;
+constexpr bool HasBlockMin(QuantType t) { return t == QuantType::kQ4_1 || t == QuantType::kQ5_1; }
+constexpr bool HasSubMin(QuantType t) { return t == QuantType::kQ4_K || t == QuantType::kQ5_K; }
 
-  for (int64_t u = 0; u < w.units; ++u) {
-    const uint8_t* units = first + u * unit_stride;
-    for (int s = 0; s < kSubs; ++s) {
-      const int64_t blk = u * kSubs + s;
-      if (prefetch) {
-        for (int64_t c = s * lines / kSubs; c < (s + 1) * lines / kSubs; ++c) {
-          _mm_prefetch(reinterpret_cast<const char*>(units) + kPrefetchBytes + 64 * c, _MM_HINT_T1);
-        }
-      }
-#pragma GCC unroll 4
-      for (int p = 0; p < P; ++p) {
-        const uint8_t* unit = units + p * L.bytes;
-        __m512i wq[8];
-        Unpack<T>(unit, s, wq);
-        if constexpr (T == QuantType::kQ6_K) {
-          const __m512 dv = HalfVec(unit + L.d);
-          const __m512 s0 = _mm512_mul_ps(dv, I8Vec(unit + L.scales + 32 * s));
-          const __m512 s1 = _mm512_mul_ps(dv, I8Vec(unit + L.scales + 32 * s + 16));
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            const int8_t* x = xq + r * xs + 32 * blk;
-            const __m512 d = _mm512_set1_ps(xd[r * bs + blk]);
-            const __m512i i0 = Dot<4>(_mm512_slli_epi32(_mm512_set1_epi32(n16[r * 2 * bs + 2 * blk]), kShift), wq, x);
-            const __m512i i1 =
-                Dot<4>(_mm512_slli_epi32(_mm512_set1_epi32(n16[r * 2 * bs + 2 * blk + 1]), kShift), wq + 4, x + 16);
-            acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0), d), s0, acc[r][p]);
-            acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1), d), s1, acc[r][p]);
-          }
-        } else {
-          __m512 sv;
-          [[maybe_unused]] __m512 mn;
-          if constexpr (IsKQuant(T)) {
-            sv = _mm512_mul_ps(HalfVec(unit + L.d), U8Vec(unit + L.scales + 16 * s));
-            mn = _mm512_mul_ps(HalfVec(unit + L.m), U8Vec(unit + L.mins + 16 * s));
-          } else {
-            sv = HalfVec(unit + L.d);
-            if constexpr (kBlockMin) mn = HalfVec(unit + L.m);
-          }
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            __m512i i0;
-            if constexpr (kShift >= 0) {
-              i0 = _mm512_slli_epi32(_mm512_set1_epi32(n32[r * bs + blk]), kShift);
-            } else {
-              i0 = _mm512_setzero_si512();
-            }
-            i0 = Dot<8>(i0, wq, xq + r * xs + 32 * blk);
-            const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(i0), _mm512_set1_ps(xd[r * bs + blk]));
-            acc[r][p] = _mm512_fmadd_ps(v, sv, acc[r][p]);
-            if constexpr (kBlockMin) {
-              acc[r][p] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xdsum[r * bs + blk]), acc[r][p]);
-            } else if constexpr (kSubMin) {
-              acc[r][p] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(xdsum[r * bs + blk]), acc[r][p]);
-            }
-          }
+// One sub-block (32 k) of one group, ready for the dot products: the 8 k-quad code
+// vectors, the scale of each integer sum (s1: Q6_K's second half), the min where the
+// format has one.
+struct SubWeights {
+  __m512i wq[8];
+  __m512 s0, s1, mn;
+};
+
+// Sub-blocks read from the packed layout and unpacked in registers.
+template <QuantType T>
+struct PackedSource {
+  static constexpr UnitLayout L = UnitLayoutOf(T);
+  const uint8_t* first;  // unit 0 of the tile's first group
+  int64_t unit_stride;   // bytes from unit u to u + 1 of a group (the panel's groups interleave)
+
+  LLMSERVE_TARGET_VNNI void Prefetch(int64_t u, int s) const {
+    const int64_t lines = unit_stride / 64;
+    const char* at = reinterpret_cast<const char*>(first + u * unit_stride) + kPrefetchBytes;
+    for (int64_t c = s * lines / SubBlocks(T); c < (s + 1) * lines / SubBlocks(T); ++c) {
+      _mm_prefetch(at + 64 * c, _MM_HINT_T1);
+    }
+  }
+
+  LLMSERVE_TARGET_VNNI void Get(int64_t u, int s, int p, SubWeights& w) const {
+    const uint8_t* unit = first + u * unit_stride + p * L.bytes;
+    Unpack<T>(unit, s, w.wq);
+    if constexpr (T == QuantType::kQ6_K) {
+      const __m512 dv = HalfVec(unit + L.d);
+      w.s0 = _mm512_mul_ps(dv, I8Vec(unit + L.scales + 32 * s));
+      w.s1 = _mm512_mul_ps(dv, I8Vec(unit + L.scales + 32 * s + 16));
+    } else if constexpr (IsKQuant(T)) {
+      w.s0 = _mm512_mul_ps(HalfVec(unit + L.d), U8Vec(unit + L.scales + 16 * s));
+      w.mn = _mm512_mul_ps(HalfVec(unit + L.m), U8Vec(unit + L.mins + 16 * s));
+    } else {
+      w.s0 = HalfVec(unit + L.d);
+      if constexpr (HasBlockMin(T)) w.mn = HalfVec(unit + L.m);
+    }
+  }
+};
+
+// Sub-blocks of a panel unpacked once into a scratch buffer (UnpackPanel), for the many
+// row tiles of a prefill: per (unit, sub-block, group) the code vectors, then the scale
+// vector(s) and the min vector.
+template <QuantType T>
+struct ScratchSource {
+  static constexpr int kScales = T == QuantType::kQ6_K ? 2 : 1;
+  static constexpr int kMins = HasBlockMin(T) || HasSubMin(T) ? 1 : 0;
+  static constexpr int64_t kEntry = 64 * (8 + kScales + kMins);  // bytes per (u, s, p)
+  const uint8_t* base;
+  int groups;  // P of the tiles that read it
+
+  const uint8_t* At(int64_t u, int s, int p) const { return base + ((u * SubBlocks(T) + s) * groups + p) * kEntry; }
+
+  LLMSERVE_TARGET_VNNI void Prefetch(int64_t, int) const {}
+
+  LLMSERVE_TARGET_VNNI void Get(int64_t u, int s, int p, SubWeights& w) const {
+    const uint8_t* e = At(u, s, p);
+    for (int i = 0; i < 8; ++i) w.wq[i] = _mm512_load_si512(e + 64 * i);
+    w.s0 = _mm512_load_ps(e + 512);
+    if constexpr (kScales == 2) w.s1 = _mm512_load_ps(e + 576);
+    if constexpr (kMins == 1) w.mn = _mm512_load_ps(e + 512 + 64 * kScales);
+  }
+
+  // Writes what `src` reads for groups [0, groups) of its panel into the scratch.
+  LLMSERVE_TARGET_VNNI void Fill(const PackedSource<T>& src, int64_t units) const {
+    for (int64_t u = 0; u < units; ++u) {
+      for (int s = 0; s < SubBlocks(T); ++s) {
+        for (int p = 0; p < groups; ++p) {
+          SubWeights w;
+          src.Get(u, s, p, w);
+          uint8_t* e = const_cast<uint8_t*>(At(u, s, p));
+          for (int i = 0; i < 8; ++i) _mm512_store_si512(e + 64 * i, w.wq[i]);
+          _mm512_store_ps(e + 512, w.s0);
+          if constexpr (kScales == 2) _mm512_store_ps(e + 576, w.s1);
+          if constexpr (kMins == 1) _mm512_store_ps(e + 512 + 64 * kScales, w.mn);
         }
       }
     }
   }
-  for (int p = 0; p < P; ++p) {
-    const int64_t col = (g + p) * kQuantGroupRows;
-    const __mmask16 mask = simd::TailMask(w.rows - col);
-    const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias + col) : _mm512_setzero_ps();
-    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + (r0 + r) * ldy + col, mask, _mm512_add_ps(acc[r][p], b));
+};
+
+// One row tile: rows [r0, r0 + R) of `a` times P groups (outputs from col0, 16 a group)
+// whose sub-blocks `src` provides.
+template <QuantType T, int R, int P, typename Source>
+LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const QuantizedActs& a, int64_t r0, bool prefetch,
+                               int64_t rows, int64_t col0, const float* bias, float* y, int64_t ldy) {
+  constexpr int kSubs = SubBlocks(T);
+  constexpr int kShift = OffsetShift(T);
+  __m512 acc[R][P];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
   }
+  using QA = QuantizedActs;
+  const uint8_t* rows_x[R];  // each row's record of block 0
+  for (int r = 0; r < R; ++r) rows_x[r] = a.record(r0 + r, 0);
+
+  for (int64_t u = 0; u < units; ++u) {
+    for (int s = 0; s < kSubs; ++s) {
+      const int64_t blk = u * kSubs + s;
+      if (prefetch) src.Prefetch(u, s);
+      // Group p, row r: p and r are compile-time constants (index sequences, not loops),
+      // so that the accumulators stay in registers.
+      auto row = [&]<int p, int r>(const SubWeights& w) __attribute__((always_inline)) {
+        const uint8_t* rec = rows_x[r] + blk * QA::kRecordBytes;
+        const auto* x = reinterpret_cast<const int8_t*>(rec);
+        const __m512 d = _mm512_set1_ps(*reinterpret_cast<const float*>(rec + QA::kD));
+        if constexpr (T == QuantType::kQ6_K) {
+          const auto* n16 = reinterpret_cast<const int32_t*>(rec + QA::kNsum16);
+          const __m512i i0 = Dot<4>(_mm512_slli_epi32(_mm512_set1_epi32(n16[0]), kShift), w.wq, x);
+          const __m512i i1 = Dot<4>(_mm512_slli_epi32(_mm512_set1_epi32(n16[1]), kShift), w.wq + 4, x + 16);
+          acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0), d), w.s0, acc[r][p]);
+          acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1), d), w.s1, acc[r][p]);
+        } else {
+          __m512i i0;
+          if constexpr (kShift >= 0) {
+            i0 = _mm512_slli_epi32(_mm512_set1_epi32(*reinterpret_cast<const int32_t*>(rec + QA::kNsum32)), kShift);
+          } else {
+            i0 = _mm512_setzero_si512();
+          }
+          i0 = Dot<8>(i0, w.wq, x);
+          acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0), d), w.s0, acc[r][p]);
+          const __m512 dsum = _mm512_set1_ps(*reinterpret_cast<const float*>(rec + QA::kDsum));
+          if constexpr (HasBlockMin(T)) {
+            acc[r][p] = _mm512_fmadd_ps(w.mn, dsum, acc[r][p]);
+          } else if constexpr (HasSubMin(T)) {
+            acc[r][p] = _mm512_fnmadd_ps(w.mn, dsum, acc[r][p]);
+          }
+        }
+      };
+      auto group = [&]<int p>() __attribute__((always_inline)) {
+        SubWeights w;
+        src.Get(u, s, p, w);
+        [&]<int... r>(std::integer_sequence<int, r...>) __attribute__((always_inline)) {
+          (row.template operator()<p, r>(w), ...);
+        }(
+            std::make_integer_sequence<int, R>{});
+      };
+      [&]<int... p>(std::integer_sequence<int, p...>) __attribute__((always_inline)) {
+        (group.template operator()<p>(), ...);
+      }(
+          std::make_integer_sequence<int, P>{});
+    }
+  }
+  auto store = [&]<int p>() __attribute__((always_inline)) {
+    const int64_t col = col0 + p * kQuantGroupRows;
+    const __mmask16 mask = simd::TailMask(rows - col);
+    const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias + col) : _mm512_setzero_ps();
+    [&]<int... r>(std::integer_sequence<int, r...>) __attribute__((always_inline)) {
+      (_mm512_mask_storeu_ps(y + (r0 + r) * ldy + col, mask, _mm512_add_ps(acc[r][p], b)), ...);
+    }(std::make_integer_sequence<int, R>{});
+  };
+  [&]<int... p>(std::integer_sequence<int, p...>) __attribute__((always_inline)) {
+    (store.template operator()<p>(), ...);
+  }(
+      std::make_integer_sequence<int, P>{});
 }
 
-// All rows of `a` for groups [g, g + P) (see Tile), R rows at a time; the first tile
-// streams the weights from memory (and prefetches), the others find them in L2.
-template <QuantType T, int P>
-LLMSERVE_TARGET_VNNI void Groups(const PackedQuantMatrix& w, int64_t g, const uint8_t* first, int64_t unit_stride,
-                                 const QuantizedActs& a, const float* bias, float* y, int64_t ldy) {
+// All rows of `a`, R at a time, for P groups that `src` provides.
+template <QuantType T, int P, typename Source>
+LLMSERVE_TARGET_VNNI void AllRows(const Source& src, bool prefetch, const PackedQuantMatrix& w, int64_t g,
+                                  const QuantizedActs& a, const float* bias, float* y, int64_t ldy) {
+  const int64_t col0 = g * kQuantGroupRows;
   int64_t r0 = 0;
   for (; r0 + kTileRows <= a.m; r0 += kTileRows) {
-    Tile<T, kTileRows, P>(w, g, first, unit_stride, a, r0, r0 == 0, bias, y, ldy);
+    Tile<T, kTileRows, P>(src, w.units, a, r0, prefetch && r0 == 0, w.rows, col0, bias, y, ldy);
   }
-  const bool pf = r0 == 0;
+  const bool pf = prefetch && r0 == 0;
   switch (a.m - r0) {
-    case 1: Tile<T, 1, P>(w, g, first, unit_stride, a, r0, pf, bias, y, ldy); break;
-    case 2: Tile<T, 2, P>(w, g, first, unit_stride, a, r0, pf, bias, y, ldy); break;
-    case 3: Tile<T, 3, P>(w, g, first, unit_stride, a, r0, pf, bias, y, ldy); break;
+    case 1: Tile<T, 1, P>(src, w.units, a, r0, pf, w.rows, col0, bias, y, ldy); break;
+    case 2: Tile<T, 2, P>(src, w.units, a, r0, pf, w.rows, col0, bias, y, ldy); break;
+    case 3: Tile<T, 3, P>(src, w.units, a, r0, pf, w.rows, col0, bias, y, ldy); break;
     default: break;
   }
   static_assert(kTileRows == 4, "the tail switch covers 1..3 rows");
 }
 
+// Groups [g, g + P) of one panel: from the packed layout for few rows (the first tile
+// streams the weights, the others find them in L2), or, with `scratch` for many rows,
+// unpacked once into it and read from there by every tile.
+template <QuantType T, int P>
+LLMSERVE_TARGET_VNNI void Groups(const PackedQuantMatrix& w, int64_t g, const QuantizedActs& a, uint8_t* scratch,
+                                 const float* bias, float* y, int64_t ldy) {
+  const PackedSource<T> packed{w.unit(g, 0), w.panel_groups(g) * w.unit_bytes};
+  if (scratch == nullptr) {
+    AllRows<T, P>(packed, /*prefetch=*/true, w, g, a, bias, y, ldy);
+    return;
+  }
+  const ScratchSource<T> unpacked{scratch, P};
+  unpacked.Fill(packed, w.units);
+  AllRows<T, P>(unpacked, /*prefetch=*/false, w, g, a, bias, y, ldy);
+}
+
 template <QuantType T>
-void GemmOf(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a, const float* bias, float* y,
-            int64_t ldy) {
+void GemmOf(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a, uint8_t* scratch,
+            const float* bias, float* y, int64_t ldy) {
   static_assert(kTileGroups == kQuantPanelGroups, "a tile is one panel");
   for (int64_t g = g0; g < g1;) {
     const int64_t pg = w.panel_groups(g);
-    const int64_t stride = pg * w.unit_bytes;
     if (g % kQuantPanelGroups == 0 && pg == kQuantPanelGroups && g + pg <= g1) {
-      Groups<T, kTileGroups>(w, g, w.unit(g, 0), stride, a, bias, y, ldy);
+      Groups<T, kTileGroups>(w, g, a, scratch, bias, y, ldy);
       g += pg;
     } else {
-      Groups<T, 1>(w, g, w.unit(g, 0), stride, a, bias, y, ldy);
+      Groups<T, 1>(w, g, a, scratch, bias, y, ldy);
       ++g;
     }
   }
@@ -246,8 +341,8 @@ LLMSERVE_TARGET_VNNI void QuantizeActsAvx512(const float* x, int64_t in, int64_t
                                              const QuantizedActs& a) {
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * in;
-    int8_t* q = a.q + r * a.cols;
     for (int64_t b = 0; b < a.blocks; ++b) {
+      uint8_t* rec = a.record(r, b);
       const int64_t k0 = 32 * b;
       const __mmask16 m0 = k0 < in ? simd::TailMask(in - k0) : 0;
       const __mmask16 m1 = k0 + 16 < in ? simd::TailMask(in - k0 - 16) : 0;
@@ -258,32 +353,39 @@ LLMSERVE_TARGET_VNNI void QuantizeActsAvx512(const float* x, int64_t in, int64_t
       const float id = d != 0.0f ? 1.0f / d : 0.0f;
       const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, _mm512_set1_ps(id)));
       const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, _mm512_set1_ps(id)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0), _mm512_cvtepi32_epi8(q0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0 + 16), _mm512_cvtepi32_epi8(q1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(rec), _mm512_cvtepi32_epi8(q0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(rec + 16), _mm512_cvtepi32_epi8(q1));
       const int32_t s0 = _mm512_reduce_add_epi32(q0), s1 = _mm512_reduce_add_epi32(q1);
-      const size_t i = static_cast<size_t>(r * a.blocks + b);
-      a.d[i] = d;
-      a.dsum[i] = d * static_cast<float>(s0 + s1);
-      a.nsum32[i] = -(s0 + s1);
-      a.nsum16[2 * i] = -s0;
-      a.nsum16[2 * i + 1] = -s1;
+      const float dsum = d * static_cast<float>(s0 + s1);
+      const int32_t n[3] = {-(s0 + s1), -s0, -s1};
+      std::memcpy(rec + QuantizedActs::kD, &d, 4);
+      std::memcpy(rec + QuantizedActs::kDsum, &dsum, 4);
+      std::memcpy(rec + QuantizedActs::kNsum32, n, 12);
+      std::memset(rec + 52, 0, QuantizedActs::kRecordBytes - 52);
     }
   }
 }
 
-void QuantGemmAvx512(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a, const float* bias,
-                     float* y, int64_t ldy) {
+static_assert(ScratchSource<QuantType::kQ4_K>::kEntry == kQuantScratchEntryBytes &&
+                  ScratchSource<QuantType::kQ6_K>::kEntry == kQuantScratchEntryBytes &&
+                  ScratchSource<QuantType::kQ5_1>::kEntry <= kQuantScratchEntryBytes,
+              "QuantPanelScratchBytes covers every type");
+
+void QuantGemmAvx512(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a, uint8_t* scratch,
+                     const float* bias, float* y, int64_t ldy) {
   switch (w.type) {
-    case QuantType::kQ4_0: return GemmOf<QuantType::kQ4_0>(w, g0, g1, a, bias, y, ldy);
-    case QuantType::kQ4_1: return GemmOf<QuantType::kQ4_1>(w, g0, g1, a, bias, y, ldy);
-    case QuantType::kQ5_0: return GemmOf<QuantType::kQ5_0>(w, g0, g1, a, bias, y, ldy);
-    case QuantType::kQ5_1: return GemmOf<QuantType::kQ5_1>(w, g0, g1, a, bias, y, ldy);
-    case QuantType::kQ8_0: return GemmOf<QuantType::kQ8_0>(w, g0, g1, a, bias, y, ldy);
-    case QuantType::kQ4_K: return GemmOf<QuantType::kQ4_K>(w, g0, g1, a, bias, y, ldy);
-    case QuantType::kQ5_K: return GemmOf<QuantType::kQ5_K>(w, g0, g1, a, bias, y, ldy);
-    case QuantType::kQ6_K: return GemmOf<QuantType::kQ6_K>(w, g0, g1, a, bias, y, ldy);
+    case QuantType::kQ4_0: return GemmOf<QuantType::kQ4_0>(w, g0, g1, a, scratch, bias, y, ldy);
+    case QuantType::kQ4_1: return GemmOf<QuantType::kQ4_1>(w, g0, g1, a, scratch, bias, y, ldy);
+    case QuantType::kQ5_0: return GemmOf<QuantType::kQ5_0>(w, g0, g1, a, scratch, bias, y, ldy);
+    case QuantType::kQ5_1: return GemmOf<QuantType::kQ5_1>(w, g0, g1, a, scratch, bias, y, ldy);
+    case QuantType::kQ8_0: return GemmOf<QuantType::kQ8_0>(w, g0, g1, a, scratch, bias, y, ldy);
+    case QuantType::kQ4_K: return GemmOf<QuantType::kQ4_K>(w, g0, g1, a, scratch, bias, y, ldy);
+    case QuantType::kQ5_K: return GemmOf<QuantType::kQ5_K>(w, g0, g1, a, scratch, bias, y, ldy);
+    case QuantType::kQ6_K: return GemmOf<QuantType::kQ6_K>(w, g0, g1, a, scratch, bias, y, ldy);
     case QuantType::kNone: return;
   }
 }
 
 }  // namespace llmserve::quant_internal
+
+#pragma GCC pop_options

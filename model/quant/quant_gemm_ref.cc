@@ -33,7 +33,6 @@ int OffsetOf(QuantType t) {
 void QuantizeActsScalar(const float* x, int64_t in, int64_t r0, int64_t r1, const QuantizedActs& a) {
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * in;
-    int8_t* q = a.q + r * a.cols;
     for (int64_t b = 0; b < a.blocks; ++b) {
       float v[32];
       for (int e = 0; e < 32; ++e) {
@@ -44,18 +43,9 @@ void QuantizeActsScalar(const float* x, int64_t in, int64_t r0, int64_t r1, cons
       for (float f : v) amax = std::fmax(amax, std::fabs(f));
       const float d = amax / 127.0f;
       const float id = d != 0.0f ? 1.0f / d : 0.0f;
-      int32_t sum[2] = {0, 0};
-      for (int e = 0; e < 32; ++e) {
-        const auto qi = static_cast<int32_t>(std::nearbyint(v[e] * id));
-        q[32 * b + e] = static_cast<int8_t>(qi);
-        sum[e / 16] += qi;
-      }
-      const size_t i = static_cast<size_t>(r * a.blocks + b);
-      a.d[i] = d;
-      a.dsum[i] = d * static_cast<float>(sum[0] + sum[1]);
-      a.nsum32[i] = -(sum[0] + sum[1]);
-      a.nsum16[2 * i] = -sum[0];
-      a.nsum16[2 * i + 1] = -sum[1];
+      int8_t q[32];
+      for (int e = 0; e < 32; ++e) q[e] = static_cast<int8_t>(std::nearbyint(v[e] * id));
+      WriteActsRecord(q, d, a.record(r, b));
     }
   }
 }
@@ -83,11 +73,11 @@ void QuantGemmScalar(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const Q
           for (int s = 0; s < l.elems / gran; ++s) {
             const int64_t k0 = u * l.elems + s * gran;  // first k of the sub-block
             const int64_t blk = k0 / 32;                // its activation block
-            const int8_t* xq = a.q + i * a.cols + k0;
+            const int8_t* xq = a.q(i, blk) + k0 % 32;
             int32_t isum = 0;
             for (int e = 0; e < gran; ++e) isum += int32_t{q[s * gran + e]} * int32_t{xq[e]};
             if (offset != 0) {
-              const int32_t nsum = q6 ? a.nsum16[i * 2 * a.blocks + k0 / 16] : a.nsum32[i * a.blocks + blk];
+              const int32_t nsum = q6 ? a.nsum16(i, blk, static_cast<int>(k0 / 16 % 2)) : a.nsum32(i, blk);
               isum += offset * nsum;
             }
             float scale = d;
@@ -95,13 +85,13 @@ void QuantGemmScalar(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const Q
               const uint8_t code = unit[l.scales + 16 * s + r];
               scale = d * (q6 ? static_cast<float>(static_cast<int8_t>(code)) : static_cast<float>(code));
             }
-            const float v = static_cast<float>(isum) * a.d[i * a.blocks + blk];
+            const float v = static_cast<float>(isum) * a.d(i, blk);
             out = std::fma(v, scale, out);
             if (block_min) {
-              out = std::fma(m, a.dsum[i * a.blocks + blk], out);
+              out = std::fma(m, a.dsum(i, blk), out);
             } else if (kquant && !q6) {
               const float mn = m * static_cast<float>(unit[l.mins + 16 * s + r]);
-              out = std::fma(-mn, a.dsum[i * a.blocks + blk], out);
+              out = std::fma(-mn, a.dsum(i, blk), out);
             }
           }
         }

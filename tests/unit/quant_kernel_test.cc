@@ -115,12 +115,12 @@ TEST_P(QuantKernelTest, ScalarKernelAgreesWithDoubleProductOfDequantizedValues) 
   std::vector<float> bias(static_cast<size_t>(rows));
   for (int64_t o = 0; o < rows; ++o) bias[static_cast<size_t>(o)] = 0.01f * static_cast<float>(o);
   std::vector<float> y(static_cast<size_t>(m * rows));
-  QuantGemm(QuantKernel::kScalar, w.w, 0, w.w.groups, q.a, bias.data(), y.data(), rows);
+  QuantGemm(QuantKernel::kScalar, w.w, 0, w.w.groups, q.a, nullptr, bias.data(), y.data(), rows);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t o = 0; o < rows; ++o) {
       double ref = bias[static_cast<size_t>(o)], mag = 0;
       for (int64_t k = 0; k < cols; ++k) {
-        const double xv = static_cast<double>(q.a.q[i * cols + k]) * q.a.d[i * q.a.blocks + k / 32];
+        const double xv = static_cast<double>(q.a.q(i, k / 32)[k % 32]) * q.a.d(i, k / 32);
         const double wv = w.dequant[static_cast<size_t>(o * cols + k)];
         ref += wv * xv;
         mag += std::fabs(wv * xv);
@@ -133,8 +133,8 @@ TEST_P(QuantKernelTest, ScalarKernelAgreesWithDoubleProductOfDequantizedValues) 
   // And the activations reconstruct x: |x - q·d| <= d / 2 per element.
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t k = 0; k < cols; ++k) {
-      const float d = q.a.d[i * q.a.blocks + k / 32];
-      EXPECT_LE(std::fabs(x[static_cast<size_t>(i * cols + k)] - q.a.q[i * cols + k] * d), 0.5f * d * 1.0001f);
+      const float d = q.a.d(i, k / 32);
+      EXPECT_LE(std::fabs(x[static_cast<size_t>(i * cols + k)] - q.a.q(i, k / 32)[k % 32] * d), 0.5f * d * 1.0001f);
     }
   }
 }
@@ -150,18 +150,20 @@ TEST_P(QuantKernelTest, Avx512KernelEqualsScalarBitForBit) {
     const std::vector<float> x = RandomActs(m, cols, static_cast<uint32_t>(10 + m));
     const Acts qs = Quantize(QuantKernel::kScalar, x, m, cols, cols);
     const Acts qv = Quantize(QuantKernel::kAvx512Vnni, x, m, cols, cols);
-    ASSERT_EQ(std::memcmp(qs.a.q, qv.a.q, static_cast<size_t>(m * cols)), 0);
-    ASSERT_EQ(std::memcmp(qs.a.d, qv.a.d, static_cast<size_t>(m * qs.a.blocks) * 4), 0);
-    ASSERT_EQ(std::memcmp(qs.a.dsum, qv.a.dsum, static_cast<size_t>(m * qs.a.blocks) * 4), 0);
-    ASSERT_EQ(std::memcmp(qs.a.nsum16, qv.a.nsum16, static_cast<size_t>(m * qs.a.blocks) * 8), 0);
+    ASSERT_EQ(std::memcmp(qs.a.data, qv.a.data, QuantizedActsBytes(m, cols)), 0);
     for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
-      std::vector<float> ys(static_cast<size_t>(m * rows), -1.0f), yv(ys.size(), -2.0f);
-      QuantGemm(QuantKernel::kScalar, w.w, 0, w.w.groups, qs.a, b, ys.data(), rows);
-      QuantGemm(QuantKernel::kAvx512Vnni, w.w, 0, w.w.groups, qv.a, b, yv.data(), rows);
+      std::vector<float> ys(static_cast<size_t>(m * rows), -1.0f), yv(ys.size(), -2.0f), yp(ys.size(), -3.0f);
+      QuantGemm(QuantKernel::kScalar, w.w, 0, w.w.groups, qs.a, nullptr, b, ys.data(), rows);
+      QuantGemm(QuantKernel::kAvx512Vnni, w.w, 0, w.w.groups, qv.a, nullptr, b, yv.data(), rows);
       for (size_t i = 0; i < ys.size(); ++i) ASSERT_EQ(ys[i], yv[i]) << "element " << i;
+      // With the panel scratch (every panel unpacked once, then read by every row tile).
+      std::vector<uint8_t> scratch(QuantPanelScratchBytes(cols) + 64);
+      auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+      QuantGemm(QuantKernel::kAvx512Vnni, w.w, 0, w.w.groups, qv.a, aligned, b, yp.data(), rows);
+      for (size_t i = 0; i < ys.size(); ++i) ASSERT_EQ(ys[i], yp[i]) << "element " << i << " (panel scratch)";
       // A sub-range of groups writes only its outputs.
       std::vector<float> part(ys.size(), 7.0f);
-      QuantGemm(QuantKernel::kAvx512Vnni, w.w, 1, 3, qv.a, b, part.data(), rows);
+      QuantGemm(QuantKernel::kAvx512Vnni, w.w, 1, 3, qv.a, nullptr, b, part.data(), rows);
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t o = 0; o < rows; ++o) {
           const float want = (o >= 16 && o < 48) ? ys[static_cast<size_t>(i * rows + o)] : 7.0f;
@@ -182,14 +184,13 @@ TEST(QuantActsTest, ShortRowsArePaddedWithZeros) {
     if (!QuantKernelSupported(k)) continue;
     const Acts q = Quantize(k, x, m, in, cols);
     for (int64_t i = 0; i < m; ++i) {
-      for (int64_t c = in; c < cols; ++c) EXPECT_EQ(q.a.q[i * cols + c], 0);
-      EXPECT_EQ(q.a.d[i * 3 + 2] != 0.0f, true);  // k 64..79 are real values
+      for (int64_t c = in; c < cols; ++c) EXPECT_EQ(q.a.q(i, c / 32)[c % 32], 0);
+      EXPECT_NE(q.a.d(i, 2), 0.0f);  // k 64..79 are real values
     }
   }
   if (HaveVnni()) {
     const Acts a = Quantize(QuantKernel::kScalar, x, m, in, cols), b = Quantize(QuantKernel::kAvx512Vnni, x, m, in, cols);
-    EXPECT_EQ(std::memcmp(a.a.q, b.a.q, static_cast<size_t>(m * cols)), 0);
-    EXPECT_EQ(std::memcmp(a.a.d, b.a.d, static_cast<size_t>(m * 3) * 4), 0);
+    EXPECT_EQ(std::memcmp(a.a.data, b.a.data, QuantizedActsBytes(m, cols)), 0);
   }
 }
 
@@ -240,13 +241,13 @@ TEST_F(QuantLinearTest, StackedFormatsGiveEveryRowTheSameBitsForEveryBatch) {
     std::vector<float> y_parts(y_big.size());
     int64_t col0 = 0;
     for (const Weights* w : {&q, &k, &v}) {
-      QuantGemm(kern, w->w, 0, w->w.groups, qa.a, nullptr, y_parts.data() + col0, out);
+      QuantGemm(kern, w->w, 0, w->w.groups, qa.a, nullptr, nullptr, y_parts.data() + col0, out);
       col0 += w->w.rows;
     }
     for (size_t i = 0; i < y_big.size(); ++i) ASSERT_EQ(y_big[i], y_parts[i]) << "element " << i;
     for (int threads : {1, 2, 3}) {
       omp_set_num_threads(threads);
-      for (int64_t m : {1, 2, 5, 17}) {
+      for (int64_t m : {1, 2, 5, 9, 17}) {
         for (int64_t r0 : {int64_t{0}, big - m}) {
           std::vector<float> y(static_cast<size_t>(m * out));
           (*lin)->Forward(x.data() + r0 * in, m, y.data());
