@@ -284,23 +284,27 @@ LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const Quantized
       std::make_integer_sequence<int, P>{});
 }
 
-// All rows of `a`, R at a time, for P groups that `src` provides.
-template <QuantType T, int P, typename Source>
+// The rows left after the full tiles: one tile of n < RT rows.
+template <QuantType T, int P, int RT, typename Source>
+LLMSERVE_TARGET_VNNI void TailRows(int64_t n, const Source& src, int64_t units, const QuantizedActs& a, int64_t r0,
+                                   bool pf, int64_t rows, int64_t col0, const float* bias, float* y, int64_t ldy) {
+  if constexpr (RT > 1) {
+    if (n == RT - 1) {
+      Tile<T, RT - 1, P>(src, units, a, r0, pf, rows, col0, bias, y, ldy);
+    } else {
+      TailRows<T, P, RT - 1>(n, src, units, a, r0, pf, rows, col0, bias, y, ldy);
+    }
+  }
+}
+
+// All rows of `a`, RT at a time, for P groups that `src` provides (outputs from group g).
+template <QuantType T, int P, int RT, typename Source>
 LLMSERVE_TARGET_VNNI void AllRows(const Source& src, bool prefetch, const PackedQuantMatrix& w, int64_t g,
                                   const QuantizedActs& a, const float* bias, float* y, int64_t ldy) {
   const int64_t col0 = g * kQuantGroupRows;
   int64_t r0 = 0;
-  for (; r0 + kTileRows <= a.m; r0 += kTileRows) {
-    Tile<T, kTileRows, P>(src, w.units, a, r0, prefetch && r0 == 0, w.rows, col0, bias, y, ldy);
-  }
-  const bool pf = prefetch && r0 == 0;
-  switch (a.m - r0) {
-    case 1: Tile<T, 1, P>(src, w.units, a, r0, pf, w.rows, col0, bias, y, ldy); break;
-    case 2: Tile<T, 2, P>(src, w.units, a, r0, pf, w.rows, col0, bias, y, ldy); break;
-    case 3: Tile<T, 3, P>(src, w.units, a, r0, pf, w.rows, col0, bias, y, ldy); break;
-    default: break;
-  }
-  static_assert(kTileRows == 4, "the tail switch covers 1..3 rows");
+  for (; r0 + RT <= a.m; r0 += RT) Tile<T, RT, P>(src, w.units, a, r0, prefetch && r0 == 0, w.rows, col0, bias, y, ldy);
+  if (r0 < a.m) TailRows<T, P, RT>(a.m - r0, src, w.units, a, r0, prefetch && r0 == 0, w.rows, col0, bias, y, ldy);
 }
 
 // Groups [g, g + P) of one panel: from the packed layout for few rows (the first tile
@@ -311,12 +315,12 @@ LLMSERVE_TARGET_VNNI void Groups(const PackedQuantMatrix& w, int64_t g, const Qu
                                  const float* bias, float* y, int64_t ldy) {
   const PackedSource<T> packed{w.unit(g, 0), w.panel_groups(g) * w.unit_bytes};
   if (scratch == nullptr) {
-    AllRows<T, P>(packed, /*prefetch=*/true, w, g, a, bias, y, ldy);
+    AllRows<T, P, kTileRows>(packed, /*prefetch=*/true, w, g, a, bias, y, ldy);
     return;
   }
   const ScratchSource<T> unpacked{scratch, P};
   unpacked.Fill(packed, w.units);
-  AllRows<T, P>(unpacked, /*prefetch=*/false, w, g, a, bias, y, ldy);
+  AllRows<T, P, kTileRows>(unpacked, /*prefetch=*/false, w, g, a, bias, y, ldy);
 }
 
 template <QuantType T>
