@@ -203,7 +203,8 @@ class GgufWriter:
 
     def __init__(self, path, kvs, tensors, alignment=32):
         """kvs: list of (key, gguf type, value); an array value is (element type, list).
-        tensors: list of (name, numpy-order shape, dtype) in file order."""
+        tensors: list of (name, numpy-order shape, dtype) in file order; dtype "f32", "f16",
+        "bf16", or ("raw", ggml type id, bytes) for data written as given (quantized blocks)."""
         self._alignment = alignment
         self._tensors = list(tensors)
         kvs = [kv for kv in kvs if kv[0] != "general.alignment"]
@@ -214,9 +215,10 @@ class GgufWriter:
         offset = 0
         for name, shape, dtype in self._tensors:
             dims = [int(d) for d in reversed(shape)]  # ne[0] is the innermost (contiguous) dim
+            raw = isinstance(dtype, tuple)
             head += [_gguf_string(name), struct.pack("<I", len(dims)), struct.pack("<%dQ" % len(dims), *dims),
-                     struct.pack("<IQ", GGML_TYPE[dtype], offset)]
-            offset += numel(shape) * ITEMSIZE[dtype]
+                     struct.pack("<IQ", dtype[1] if raw else GGML_TYPE[dtype], offset)]
+            offset += dtype[2] if raw else numel(shape) * ITEMSIZE[dtype]
             offset += -offset % alignment
         blob = b"".join(head)
         self._f = open(path, "wb")
@@ -226,9 +228,14 @@ class GgufWriter:
     def write(self, name, array):
         """Writes the next tensor's data (converted to its dtype) and the padding after it."""
         want, shape, dtype = self._tensors[self._next]
-        if name != want or tuple(array.shape) != tuple(shape):
+        if isinstance(dtype, tuple):
+            if name != want or len(array) != dtype[2]:
+                raise ValueError("gguf: expected %s (%d bytes) next, got %s" % (want, dtype[2], name))
+            data = bytes(array)
+        elif name != want or tuple(array.shape) != tuple(shape):
             raise ValueError("gguf: expected %s %s next, got %s %s" % (want, shape, name, array.shape))
-        data = encode(array, dtype)
+        else:
+            data = encode(array, dtype)
         self._f.write(data)
         self._f.write(b"\0" * (-len(data) % self._alignment))
         self._next += 1

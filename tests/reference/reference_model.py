@@ -37,6 +37,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import formats  # noqa: E402
+import quants  # noqa: E402
 
 
 def rope_inv_freq(head_dim, theta, scaling):
@@ -112,10 +113,14 @@ def causal_attention(q, k, v):
 class ReferenceModel:
     """A model from an HF config dict and {HF name: array} weights, computed in float64."""
 
-    def __init__(self, config, weights, rope_layout="half"):
+    def __init__(self, config, weights, rope_layout="half", act_quant=False):
+        """act_quant: round the input of every linear layer as llmserve's int8 kernels do
+        (quants.quantize_activations), to follow the arithmetic of quantized weights."""
         self.c = config
         self.w = {n: np.asarray(a, dtype=np.float64) for n, a in weights.items()}
         self.rope_layout = rope_layout
+        self.act_quant = act_quant
+        self.act_scale = 1.0  # with act_quant: scales each rounded input (a sensitivity probe)
         arch = config["architectures"][0]
         self.gpt2 = arch == "GPT2LMHeadModel"
         if self.gpt2:
@@ -144,8 +149,43 @@ class ReferenceModel:
             weights = {n: formats.round_to(a, round_dtype) for n, a in weights.items()}
         return cls(config, weights)
 
+    @classmethod
+    def from_gguf(cls, path, act_quant=False):
+        """A Llama-architecture GGUF (F32/F16/BF16 or quantized tensors, dequantized in
+        float64): its Q/K rows stay permuted as llama.cpp's converter stores them, so RoPE
+        pairs interleaved dimensions."""
+        kv, tensors = quants.read_gguf_dequantized(path)
+        if kv["general.architecture"][1] != "llama":
+            raise ValueError("%s: only llama GGUFs" % path)
+        get = lambda k, default=None: kv[k][1] if k in kv else default  # noqa: E731
+        config = {"architectures": ["LlamaForCausalLM"], "hidden_size": get("llama.embedding_length"),
+                  "num_hidden_layers": get("llama.block_count"), "num_attention_heads": get("llama.attention.head_count"),
+                  "num_key_value_heads": get("llama.attention.head_count_kv"),
+                  "rms_norm_eps": get("llama.attention.layer_norm_rms_epsilon"),
+                  "rope_theta": get("llama.rope.freq_base", 10000.0),
+                  "tie_word_embeddings": "output.weight" not in tensors,
+                  "eos_token_id": get("tokenizer.ggml.eos_token_id")}
+        names = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
+                 "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
+                 "ffn_norm": "post_attention_layernorm", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+                 "ffn_down": "mlp.down_proj"}
+        top = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
+               "output.weight": "lm_head.weight"}
+        weights = {}
+        for name, a in tensors.items():
+            if name in top:
+                weights[top[name]] = a
+            elif name.startswith("blk."):
+                _, layer, module, param = name.split(".")
+                weights["model.layers.%s.%s.%s" % (layer, names[module], param)] = a
+        return cls(config, weights, rope_layout="interleaved", act_quant=act_quant)
+
     def _bias(self, name, n):
         return self.w.get(name, np.zeros(n))
+
+    def _in(self, x):
+        """The input of a linear layer, as the arithmetic being followed sees it."""
+        return quants.quantize_activations(x * self.act_scale) if self.act_quant else x
 
     def logits(self, ids):
         """Logits [T, vocab] at every position of token ids `ids` (positions 0..T-1)."""
@@ -160,18 +200,18 @@ class ReferenceModel:
         x = w["model.embed_tokens.weight"][ids]
         for i in range(self.layers):
             p = "model.layers.%d." % i
-            h = rms_norm(x, w[p + "input_layernorm.weight"], self.eps)
+            h = self._in(rms_norm(x, w[p + "input_layernorm.weight"], self.eps))
             q = h @ w[p + "self_attn.q_proj.weight"].T + self._bias(p + "self_attn.q_proj.bias", self.heads * hd)
             k = h @ w[p + "self_attn.k_proj.weight"].T + self._bias(p + "self_attn.k_proj.bias", self.kv_heads * hd)
             v = h @ w[p + "self_attn.v_proj.weight"].T + self._bias(p + "self_attn.v_proj.bias", self.kv_heads * hd)
             q = apply_rope(q.reshape(t, self.heads, hd), pos, self.inv_freq, self.rope_layout)
             k = apply_rope(k.reshape(t, self.kv_heads, hd), pos, self.inv_freq, self.rope_layout)
             a = causal_attention(q, k, v.reshape(t, self.kv_heads, hd))
-            x = x + a @ w[p + "self_attn.o_proj.weight"].T
-            h = rms_norm(x, w[p + "post_attention_layernorm.weight"], self.eps)
+            x = x + self._in(a) @ w[p + "self_attn.o_proj.weight"].T
+            h = self._in(rms_norm(x, w[p + "post_attention_layernorm.weight"], self.eps))
             m = silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
-            x = x + m @ w[p + "mlp.down_proj.weight"].T
-        x = rms_norm(x, w["model.norm.weight"], self.eps)
+            x = x + self._in(m) @ w[p + "mlp.down_proj.weight"].T
+        x = self._in(rms_norm(x, w["model.norm.weight"], self.eps))
         head = w["model.embed_tokens.weight"] if self.tied else w["lm_head.weight"]
         return x @ head.T
 

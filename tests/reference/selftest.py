@@ -19,6 +19,7 @@ sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checkpoints as ckpt  # noqa: E402
 import formats  # noqa: E402
+import quants  # noqa: E402
 import reference_model as ref  # noqa: E402
 
 FAILURES = []
@@ -215,6 +216,37 @@ def test_gpt2_gguf_layout(tmp):
     check(tensors["position_embd.weight"]["shape"] == [40, 32], "position_embd shape")
 
 
+def test_block_formats():
+    """Blocks built by hand from ggml's struct layouts decode to the values they encode;
+    every format's random blocks decode to a trained model's scale; activation rounding
+    keeps every value within half a step."""
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 32, size=32)
+    half = lambda v: np.float16(v).tobytes()  # noqa: E731
+    nib = bytes(int(codes[j] & 15) | (int(codes[j + 16] & 15) << 4) for j in range(16))
+    qh = struct.pack("<I", sum(int(codes[j] >> 4) << j for j in range(32)))
+    d, m = 0.25, -1.5
+    blocks = {"Q4_0": (half(d) + nib, (codes & 15) - 8.0),
+              "Q4_1": (half(d) + half(m) + nib, (codes & 15) * d + m),
+              "Q5_0": (half(d) + qh + nib, codes - 16.0),
+              "Q5_1": (half(d) + half(m) + qh + nib, codes * d + m)}
+    for name, (raw, want) in blocks.items():
+        scale = d if name.endswith("_0") else 1.0
+        check(np.array_equal(quants.dequantize(name, raw, (32,)), want * scale), "%s hand-built block" % name)
+    q8 = rng.integers(-128, 128, size=32)
+    check(np.array_equal(quants.dequantize("Q8_0", half(d) + q8.astype(np.int8).tobytes(), (32,)), q8 * d),
+          "Q8_0 hand-built block")
+    for name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"):
+        w = quants.dequantize(name, quants.random_blocks(name, 64, 512, rng), (64, 512))
+        check(0.01 < w.std() < 0.04 and abs(w.mean()) < 0.005, "%s random blocks: std %.3f mean %.4f"
+              % (name, w.std(), w.mean()))
+    x = rng.standard_normal((3, 80)).astype(np.float32)
+    xq = quants.quantize_activations(x)
+    step = np.repeat(np.abs(np.concatenate([x, np.zeros((3, 16), np.float32)], 1)).reshape(3, 3, 32).max(2) / 127,
+                     32, axis=1)[:, :80]
+    check(np.all(np.abs(xq - x) <= 0.5 * step * (1 + 1e-6)), "activation rounding within half a step")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="llmserve_ref_selftest_") as tmp:
         test_bf16_rounding()
@@ -225,6 +257,7 @@ def main():
         test_permutation_matches_rope_layouts()
         test_rope_scaling()
         test_reference_model()
+        test_block_formats()
     print("selftest: %s (%d failures)" % ("PASS" if not FAILURES else "FAIL", len(FAILURES)))
     return 1 if FAILURES else 0
 
