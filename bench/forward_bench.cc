@@ -3,7 +3,9 @@
 //
 //   LLMSERVE_BENCH_MODEL=/tmp/bench/small.gguf forward_bench [google-benchmark flags]
 //
-// Per weight dtype (f32, bf16), with 2 threads:
+// Per weight variant, with 2 threads: f32 and bf16 (every weight converted, quantized ones
+// dequantized), int8 (every weight quantized at load: --weight-dtype int8) and file (a
+// quantized file's own types, the rest bf16: --weight-dtype auto):
 //   Decode/B     one decode token for each of B sequences with 128 cached tokens each;
 //                tokens_per_s, and weight_bytes_per_s = Transformer::weight_bytes() / step
 //                time (the bandwidth a decode step needs, to compare with the machine's).
@@ -76,31 +78,44 @@ std::string ModelPath() {
 
 // The loaded weights and one packed Transformer (of the dtype last asked for: a 1b model
 // packed twice would not leave room for much else).
+// How the weights are packed (the server's --weight-dtype).
+struct WeightVariant {
+  const char* name;
+  DType dtype;
+  llmserve::WeightQuant quant;
+  bool operator==(const WeightVariant& o) const { return dtype == o.dtype && quant == o.quant; }
+};
+constexpr WeightVariant kF32{"f32", DType::kF32, llmserve::WeightQuant::kNone};
+constexpr WeightVariant kBf16{"bf16", DType::kBF16, llmserve::WeightQuant::kNone};
+constexpr WeightVariant kInt8{"int8", DType::kBF16, llmserve::WeightQuant::kInt8};
+constexpr WeightVariant kFile{"file", DType::kBF16, llmserve::WeightQuant::kAuto};
+
 struct Loaded {
   std::unique_ptr<llmserve::ModelWeights> weights;
   std::unique_ptr<llmserve::Transformer> model;
-  DType dtype = DType::kF32;
+  WeightVariant variant = kF32;
   std::string error;
 };
 
-Loaded& Get(DType dtype) {
+Loaded& Get(const WeightVariant& variant) {
   static Loaded l;
   if (l.weights == nullptr && l.error.empty()) {
     auto w = llmserve::LoadModel(ModelPath());
     if (!w.ok()) l.error = std::string(w.status().message());
     else l.weights = *std::move(w);
   }
-  if (l.weights != nullptr && (l.model == nullptr || l.dtype != dtype)) {
+  if (l.weights != nullptr && (l.model == nullptr || !(l.variant == variant))) {
     l.model.reset();
     llmserve::RuntimeConfig rt;
-    rt.weight_dtype = dtype;
+    rt.weight_dtype = variant.dtype;
+    rt.weight_quant = variant.quant;
     rt.threads = kThreads;
     auto m = llmserve::Transformer::Create(*l.weights, rt);
     if (!m.ok()) {
       l.error = std::string(m.status().message());
     } else {
       l.model = *std::move(m);
-      l.dtype = dtype;
+      l.variant = variant;
     }
   }
   return l;
@@ -214,8 +229,9 @@ std::optional<SwitchAB> SwitchFromEnv() {
   return std::nullopt;
 }
 
-void Decode(benchmark::State& state, DType dtype) {
-  Loaded& l = Get(dtype);
+void Decode(benchmark::State& state, WeightVariant wv) {
+  const DType dtype = wv.dtype;
+  Loaded& l = Get(wv);
   if (l.model == nullptr) return state.SkipWithError(l.error.c_str());
   const llmserve::ModelConfig& c = l.model->config();
   const int batch = static_cast<int>(state.range(0));
@@ -268,7 +284,7 @@ void Decode(benchmark::State& state, DType dtype) {
     }
   }
   if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
-  const std::string name = std::string("Decode/") + llmserve::DTypeName(dtype).data() + "/" + std::to_string(batch);
+  const std::string name = std::string("Decode/") + wv.name + "/" + std::to_string(batch);
   DecodeVariant& v = variants.back();
   MaybeProfile(name, *l.model, [&] { (void)l.model->Forward({step_tokens, v.seqs, rows}, *v.cache, logits.data()); });
   const double steps = static_cast<double>(state.iterations());
@@ -276,10 +292,12 @@ void Decode(benchmark::State& state, DType dtype) {
   state.counters["weight_bytes_per_s"] =
       benchmark::Counter(steps * static_cast<double>(l.model->weight_bytes()), benchmark::Counter::kIsRate);
   state.counters["weight_MiB"] = static_cast<double>(l.model->weight_bytes()) / 1048576.0;
+  state.SetLabel(l.model->weight_format());
 }
 
-void Prefill(benchmark::State& state, DType dtype) {
-  Loaded& l = Get(dtype);
+void Prefill(benchmark::State& state, WeightVariant wv) {
+  const DType dtype = wv.dtype;
+  Loaded& l = Get(wv);
   if (l.model == nullptr) return state.SkipWithError(l.error.c_str());
   const llmserve::ModelConfig& c = l.model->config();
   const int n = static_cast<int>(std::min<int64_t>(state.range(0), c.context_length));
@@ -298,18 +316,23 @@ void Prefill(benchmark::State& state, DType dtype) {
     benchmark::DoNotOptimize(logits.data());
   }
   if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
-  const std::string name = std::string("Prefill/") + llmserve::DTypeName(dtype).data() + "/" + std::to_string(n);
+  const std::string name = std::string("Prefill/") + wv.name + "/" + std::to_string(n);
   MaybeProfile(name, *l.model, [&] { (void)l.model->Forward({tokens, seqs, rows}, *cache, logits.data()); });
   const double steps = static_cast<double>(state.iterations());
   state.counters["tokens_per_s"] = benchmark::Counter(steps * n, benchmark::Counter::kIsRate);
   state.counters["gflops"] = benchmark::Counter(steps * n * 2.0 * LinearParams(c) * 1e-9, benchmark::Counter::kIsRate);
+  state.SetLabel(l.model->weight_format());
 }
 
-// f32 first, then bf16 (one packed model alive at a time).
-BENCHMARK_CAPTURE(Decode, f32, DType::kF32)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
-BENCHMARK_CAPTURE(Prefill, f32, DType::kF32)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
-BENCHMARK_CAPTURE(Decode, bf16, DType::kBF16)->Arg(1)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
-BENCHMARK_CAPTURE(Prefill, bf16, DType::kBF16)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+// One variant after another (one packed model alive at a time).
+BENCHMARK_CAPTURE(Decode, f32, kF32)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK_CAPTURE(Prefill, f32, kF32)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK_CAPTURE(Decode, bf16, kBf16)->Arg(1)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK_CAPTURE(Prefill, bf16, kBf16)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK_CAPTURE(Decode, int8, kInt8)->Arg(1)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK_CAPTURE(Prefill, int8, kInt8)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK_CAPTURE(Decode, file, kFile)->Arg(1)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK_CAPTURE(Prefill, file, kFile)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 }  // namespace
 
