@@ -27,6 +27,7 @@
 // cached tokens per sequence (default 128); =N,M alternates the two step by step, each
 // with its own cache, and reports the median step of each (ctx_N_ms, ctx_M_ms): a serving
 // run's decode steps see contexts from the prompt's length to prompt + output.
+// LLMSERVE_BENCH_WEIGHTS_AB=A,B runs DecodeAB: two weight variants alternating step by step.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
 #include "model/kv_cache.h"
 #include "model/model_loader.h"
@@ -323,6 +325,65 @@ void Prefill(benchmark::State& state, WeightVariant wv) {
   state.counters["gflops"] = benchmark::Counter(steps * n * 2.0 * LinearParams(c) * 1e-9, benchmark::Counter::kIsRate);
   state.SetLabel(l.model->weight_format());
 }
+
+// Two weight variants of the model side by side (LLMSERVE_BENCH_WEIGHTS_AB, e.g. "bf16,int8"):
+// both packed, decode steps of batch 1 alternating between them, the median step of each
+// (<name>_ms) and their ratio (speedup = first / second). The machine's bandwidth moves by
+// 2x within minutes, so the comparison the issue asks for (int8 against bf16 "in the same
+// run") is made step by step.
+void DecodeAB(benchmark::State& state) {
+  const char* env = std::getenv("LLMSERVE_BENCH_WEIGHTS_AB");
+  const std::string spec = env != nullptr ? env : "";
+  std::vector<WeightVariant> sides;
+  for (const WeightVariant& w : {kF32, kBf16, kInt8, kFile}) {
+    for (absl::string_view n : absl::StrSplit(spec, ',')) {
+      if (n == w.name) sides.push_back(w);
+    }
+  }
+  if (sides.size() != 2) return state.SkipWithError("set LLMSERVE_BENCH_WEIGHTS_AB to two of f32,bf16,int8,file");
+  auto weights = llmserve::LoadModel(ModelPath());
+  if (!weights.ok()) return state.SkipWithError(std::string(weights.status().message()).c_str());
+  std::unique_ptr<llmserve::Transformer> models[2];
+  DecodeVariant dv[2];
+  const int batch = static_cast<int>(state.range(0));
+  std::vector<float> logits;
+  for (int i = 0; i < 2; ++i) {
+    llmserve::RuntimeConfig rt;
+    rt.weight_dtype = sides[static_cast<size_t>(i)].dtype;
+    rt.weight_quant = sides[static_cast<size_t>(i)].quant;
+    rt.threads = kThreads;
+    auto m = llmserve::Transformer::Create(**weights, rt);
+    if (!m.ok()) return state.SkipWithError(std::string(m.status().message()).c_str());
+    models[i] = *std::move(m);
+    logits.resize(static_cast<size_t>(batch * models[i]->config().vocab_size));
+    dv[i].ctx = static_cast<int>(std::min<int64_t>(kDecodeContext, models[i]->config().context_length - 1));
+    if (absl::Status st = SetUpDecode(*models[i], batch, KvDType(rt.weight_dtype), dv[i], logits.data()); !st.ok()) {
+      return state.SkipWithError(std::string(st.message()).c_str());
+    }
+  }
+  const llmserve::ModelConfig& c = models[0]->config();
+  std::vector<int32_t> step_tokens = RandomTokens(batch, c.vocab_size, 2);
+  std::vector<int32_t> rows(static_cast<size_t>(batch));
+  std::iota(rows.begin(), rows.end(), 0);
+  std::vector<double> ms[2];
+  for (auto _ : state) {
+    const int side = ms[1].size() < ms[0].size() ? 1 : 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const absl::Status st = models[side]->Forward({step_tokens, dv[side].seqs, rows}, *dv[side].cache, logits.data());
+    if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
+    ms[side].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  double median[2];
+  for (int i = 0; i < 2; ++i) {
+    std::sort(ms[i].begin(), ms[i].end());
+    median[i] = ms[i].empty() ? 0 : ms[i][ms[i].size() / 2];
+    state.counters[std::string(sides[static_cast<size_t>(i)].name) + "_ms"] = median[i];
+    state.counters[std::string(sides[static_cast<size_t>(i)].name) + "_MiB"] =
+        static_cast<double>(models[i]->weight_bytes()) / 1048576.0;
+  }
+  state.counters["speedup"] = median[1] > 0 ? median[0] / median[1] : 0;
+}
+BENCHMARK(DecodeAB)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(20.0);
 
 // One variant after another (one packed model alive at a time).
 BENCHMARK_CAPTURE(Decode, f32, kF32)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
