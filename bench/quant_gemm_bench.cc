@@ -2,7 +2,9 @@
 // the 1b model's shapes (TinyLlama: Q|K|V 2560×2048, output 2048×2048, gate|up 11264×2048,
 // down 2048×5632, head 32000×2048), per weight type, M = 1, 4, 8, 16, 32, 512, 2 threads.
 //
-//   quant_gemm_bench [--threads=N] [--hot] [--types=Q4_K,Q8_0,...] [google-benchmark flags]
+//   quant_gemm_bench [--threads=N] [--hot] [--types=Q4_K,Q8_0,bf16,...] [google-benchmark flags]
+//
+// (bf16: the dense bf16 layer, oneDNN-packed with its GEMV and small-batch kernels, to compare.)
 //
 // Reports weight bytes/s (packed bytes read per call: what batch-1 decode is bound by) and
 // GOP/s (2·M·in·out per call). Each call alternates with a plain read of another copy's
@@ -38,7 +40,8 @@ struct Shape {
   const char* name;
   int64_t out, in;
 };
-constexpr Shape kShapes[] = {{"attn_qkv", 2560, 2048},
+constexpr Shape kShapes[] = {{"l2_fit", 512, 2048},  // fits the L2 caches: the arithmetic alone
+                             {"attn_qkv", 2560, 2048},
                              {"attn_output", 2048, 2048},
                              {"ffn_gate_up", 11264, 2048},
                              {"ffn_down", 2048, 5632},
@@ -77,10 +80,23 @@ double Median(std::vector<double> v) {
 
 void Run(benchmark::State& state, QuantType type, Shape shape, int64_t m) {
   omp_set_num_threads(threads);
-  const std::vector<uint8_t> file = llmserve::test_util::RandomQuantRows(type, shape.out, shape.in, 1);
-  const llmserve::TensorView view = llmserve::test_util::QuantView(shape.name, type, shape.out, shape.in, file);
+  // QuantType::kNone: the dense bf16 layer (oneDNN's packing, the GEMV / small-batch kernels),
+  // for comparison.
+  std::vector<uint8_t> file;
+  llmserve::TensorView view;
+  if (type == QuantType::kNone) {
+    std::vector<uint16_t> w(static_cast<size_t>(shape.out * shape.in));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = llmserve::F32ToBF16(static_cast<float>((i * 7919) % 2001) * 1e-5f - 0.01f);
+    file.resize(w.size() * 2);
+    std::memcpy(file.data(), w.data(), file.size());
+    view = {shape.name, llmserve::DType::kBF16, {shape.out, shape.in}, file.data(), file.size()};
+  } else {
+    file = llmserve::test_util::RandomQuantRows(type, shape.out, shape.in, 1);
+    view = llmserve::test_util::QuantView(shape.name, type, shape.out, shape.in, file);
+  }
   const llmserve::TensorView* parts[] = {&view};
   llmserve::LinearOptions options;
+  options.compute = llmserve::DType::kBF16;
   options.quant_kernel = llmserve::BestQuantKernel();
   std::vector<std::unique_ptr<llmserve::Linear>> copies;
   size_t bytes = 0;
@@ -138,6 +154,7 @@ int main(int argc, char** argv) {
     } else if (a.rfind("--types=", 0) == 0) {
       types.clear();
       for (absl::string_view t : absl::StrSplit(a.substr(8), ',')) {
+        if (t == "bf16") types.push_back(QuantType::kNone);
         for (QuantType q : llmserve::kAllQuantTypes) {
           if (llmserve::QuantTypeName(q) == t) types.push_back(q);
         }
@@ -150,7 +167,7 @@ int main(int argc, char** argv) {
     for (const Shape& s : kShapes) {
       for (int64_t m : {1, 4, 8, 16, 32, 512}) {
         const std::string name =
-            std::string(llmserve::QuantTypeName(t)) + "/" + s.name + "/M:" + std::to_string(m) + (hot ? "/hot" : "");
+            std::string(t == QuantType::kNone ? "bf16" : llmserve::QuantTypeName(t)) + "/" + s.name + "/M:" + std::to_string(m) + (hot ? "/hot" : "");
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { Run(st, t, s, m); })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();

@@ -8,6 +8,7 @@
 // two FMAs apply the scales. Rows are processed R at a time over the same P groups, so
 // the weights are read from memory by the first row tile only (later tiles find them in
 // L2); the first tile also prefetches its streams a fixed distance ahead.
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -140,12 +141,14 @@ struct PackedSource {
   const uint8_t* first;  // unit 0 of the tile's first group
   int64_t unit_stride;   // bytes from unit u to u + 1 of a group (the panel's groups interleave)
 
-  LLMSERVE_TARGET_VNNI void Prefetch(int64_t u, int s) const {
-    const int64_t lines = unit_stride / 64;
+  // Lines of unit u's stream prefetched per share, when its prefetch is spread over `parts`
+  // shares (the unit's sub-block steps × groups, so that they go out evenly between the loads).
+  int64_t PrefetchShare(int parts) const { return (unit_stride / 64 + parts - 1) / parts; }
+  // Share `part` (of PrefetchShare(parts) lines) of unit u's prefetch.
+  LLMSERVE_TARGET_VNNI void Prefetch(int64_t u, int part, int64_t share) const {
     const char* at = reinterpret_cast<const char*>(first + u * unit_stride) + kPrefetchBytes;
-    for (int64_t c = s * lines / SubBlocks(T); c < (s + 1) * lines / SubBlocks(T); ++c) {
-      _mm_prefetch(at + 64 * c, _MM_HINT_T1);
-    }
+    const int64_t end = std::min(unit_stride / 64, (part + 1) * share);
+    for (int64_t c = part * share; c < end; ++c) _mm_prefetch(at + 64 * c, _MM_HINT_T1);
   }
 
   LLMSERVE_TARGET_VNNI void Get(int64_t u, int s, int p, SubWeights& w) const {
@@ -178,7 +181,8 @@ struct ScratchSource {
 
   const uint8_t* At(int64_t u, int s, int p) const { return base + ((u * SubBlocks(T) + s) * groups + p) * kEntry; }
 
-  LLMSERVE_TARGET_VNNI void Prefetch(int64_t, int) const {}
+  int64_t PrefetchShare(int) const { return 0; }
+  LLMSERVE_TARGET_VNNI void Prefetch(int64_t, int, int64_t) const {}
 
   LLMSERVE_TARGET_VNNI void Get(int64_t u, int s, int p, SubWeights& w) const {
     const uint8_t* e = At(u, s, p);
@@ -223,10 +227,10 @@ LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const Quantized
   const uint8_t* rows_x[R];  // each row's record of block 0
   for (int r = 0; r < R; ++r) rows_x[r] = a.record(r0 + r, 0);
 
+  const int64_t share = src.PrefetchShare(kSubs * P);
   for (int64_t u = 0; u < units; ++u) {
     for (int s = 0; s < kSubs; ++s) {
       const int64_t blk = u * kSubs + s;
-      if (prefetch) src.Prefetch(u, s);
       // Group p, row r: p and r are compile-time constants (index sequences, not loops),
       // so that the accumulators stay in registers.
       auto row = [&]<int p, int r>(const SubWeights& w) __attribute__((always_inline)) {
@@ -257,6 +261,7 @@ LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const Quantized
         }
       };
       auto group = [&]<int p>() __attribute__((always_inline)) {
+        if (prefetch) src.Prefetch(u, s * P + p, share);
         SubWeights w;
         src.Get(u, s, p, w);
         [&]<int... r>(std::integer_sequence<int, r...>) __attribute__((always_inline)) {
