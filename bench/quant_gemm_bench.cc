@@ -27,6 +27,8 @@
 
 #include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
+#include "model/quant/packed_layout.h"
+#include "model/quant/quant_gemm.h"
 #include "model/ops/dnn_context.h"
 #include "model/ops/linear.h"
 #include "model/ops/simd_math.h"
@@ -140,6 +142,58 @@ void Run(benchmark::State& state, QuantType type, Shape shape, int64_t m) {
                                               benchmark::Counter::kIsRate);
 }
 
+// ScratchAB/<type>/<shape>/M:m: the kernel itself (QuantGemm, the threads splitting the
+// groups in halves as QuantLinear does) over cold copies, calls alternating between
+// unpacking each panel into a per-thread scratch and unpacking it in registers for every
+// row tile; the median time of each (scratch_us, registers_us) and "speedup" = registers /
+// scratch. This is what QuantLinear's kPanelScratchMinRows is chosen from.
+void ScratchAB(benchmark::State& state, QuantType type, Shape shape, int64_t m) {
+  omp_set_num_threads(threads);
+  const std::vector<uint8_t> file = llmserve::test_util::RandomQuantRows(type, shape.out, shape.in, 1);
+  std::vector<std::vector<uint8_t>> copies;
+  const size_t bytes = llmserve::PackedQuantBytes(type, shape.out, shape.in);
+  do {
+    copies.emplace_back(bytes + 64);
+  } while (copies.size() < 2 || (!hot && copies.size() * bytes < kColdBytes));
+  auto aligned = [](std::vector<uint8_t>& v) {
+    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) / 64 * 64);
+  };
+  for (auto& c : copies) llmserve::PackGgmlRows(type, file.data(), shape.out, shape.in, aligned(c));
+  std::vector<float> x(static_cast<size_t>(m * shape.in)), y(static_cast<size_t>(m * shape.out));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+  std::vector<uint8_t> acts(llmserve::QuantizedActsBytes(m, shape.in) + 64);
+  const llmserve::QuantizedActs a = llmserve::MapQuantizedActs(aligned(acts), m, shape.in);
+  const llmserve::QuantKernel kernel = llmserve::BestQuantKernel();
+  llmserve::QuantizeActs(kernel, x.data(), shape.in, 0, m, a);
+  const size_t panel = llmserve::QuantPanelScratchBytes(shape.in);
+  std::vector<uint8_t> scratch(static_cast<size_t>(threads) * panel + 64);
+  std::vector<double> us[2];
+  size_t next = 0;
+  for (auto _ : state) {
+    const int side = us[1].size() < us[0].size() ? 1 : 0;  // 0 registers, 1 scratch
+    const llmserve::PackedQuantMatrix w =
+        llmserve::MakePackedQuantMatrix(type, shape.out, shape.in, aligned(copies[next]));
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t panels = (w.groups + llmserve::kQuantPanelGroups - 1) / llmserve::kQuantPanelGroups;
+      const int64_t g0 = std::min(w.groups, panels * t / nt * llmserve::kQuantPanelGroups);
+      const int64_t g1 = std::min(w.groups, panels * (t + 1) / nt * llmserve::kQuantPanelGroups);
+      uint8_t* sc = side == 1 ? aligned(scratch) + static_cast<size_t>(t) * panel : nullptr;
+      llmserve::QuantGemm(kernel, w, g0, g1, a, sc, nullptr, y.data(), shape.out);
+    }
+    us[side].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    benchmark::DoNotOptimize(y.data());
+    next = (next + 1) % copies.size();
+  }
+  for (auto& v : us) std::sort(v.begin(), v.end());
+  const double reg = us[0].empty() ? 0 : us[0][us[0].size() / 2], scr = us[1].empty() ? 0 : us[1][us[1].size() / 2];
+  state.counters["registers_us"] = reg;
+  state.counters["scratch_us"] = scr;
+  state.counters["speedup"] = scr > 0 ? reg / scr : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,6 +225,12 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { Run(st, t, s, m); })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
+        if (t != QuantType::kNone && m > 1) {
+          benchmark::RegisterBenchmark(("ScratchAB/" + name).c_str(),
+                                       [=](benchmark::State& st) { ScratchAB(st, t, s, m); })
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
       }
     }
   }

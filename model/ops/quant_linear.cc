@@ -33,8 +33,11 @@ constexpr int64_t kTaskGroups = kQuantPanelGroups;
 // Below this many weight bytes (and rows) one thread does the whole product.
 constexpr size_t kParallelMinBytes = size_t{64} << 10;
 // From this many rows on, each thread unpacks a panel once into a scratch buffer for all
-// its row tiles instead of unpacking it in registers for every tile (quant_gemm.h).
-constexpr int64_t kPanelScratchMinRows = 9;
+// its row tiles instead of unpacking it in registers for every tile (quant_gemm.h). Below
+// it the scratch's extra pass costs more than it saves: bench/quant_gemm_bench's ScratchAB
+// (registers / scratch time, Q4_K, Q8_0, Q6_K, 1b shapes) reads 0.3-0.5 at 4 rows, 0.7-0.85
+// at 16, 1.0-1.06 at 32 and 1.45-1.5 at 512.
+constexpr int64_t kPanelScratchMinRows = 32;
 // Rows converted to f32 at a time when an unquantized part is quantized to int8.
 constexpr int64_t kInt8ChunkRows = 256;
 static_assert(kInt8ChunkRows % (kQuantGroupRows * kQuantPanelGroups) == 0, "chunks of whole panels");

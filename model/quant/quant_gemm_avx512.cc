@@ -140,13 +140,14 @@ struct PackedSource {
   static constexpr UnitLayout L = UnitLayoutOf(T);
   const uint8_t* first;  // unit 0 of the tile's first group
   int64_t unit_stride;   // bytes from unit u to u + 1 of a group (the panel's groups interleave)
+  int64_t lead = kPrefetchBytes;  // how far ahead of unit u Prefetch reaches
 
   // Lines of unit u's stream prefetched per share, when its prefetch is spread over `parts`
   // shares (the unit's sub-block steps × groups, so that they go out evenly between the loads).
   int64_t PrefetchShare(int parts) const { return (unit_stride / 64 + parts - 1) / parts; }
   // Share `part` (of PrefetchShare(parts) lines) of unit u's prefetch.
   LLMSERVE_TARGET_VNNI void Prefetch(int64_t u, int part, int64_t share) const {
-    const char* at = reinterpret_cast<const char*>(first + u * unit_stride) + kPrefetchBytes;
+    const char* at = reinterpret_cast<const char*>(first + u * unit_stride) + lead;
     const int64_t end = std::min(unit_stride / 64, (part + 1) * share);
     for (int64_t c = part * share; c < end; ++c) _mm_prefetch(at + 64 * c, _MM_HINT_T1);
   }
@@ -178,11 +179,16 @@ struct ScratchSource {
   static constexpr int64_t kEntry = 64 * (8 + kScales + kMins);  // bytes per (u, s, p)
   const uint8_t* base;
   int groups;  // P of the tiles that read it
+  // The next panel's stream, which the first row tile prefetches while it runs (unit u of
+  // it as it reads unit u of this one), so that the next Fill finds it in L2; null: none.
+  PackedSource<T> next{nullptr, 0, 0};
 
   const uint8_t* At(int64_t u, int s, int p) const { return base + ((u * SubBlocks(T) + s) * groups + p) * kEntry; }
 
-  int64_t PrefetchShare(int) const { return 0; }
-  LLMSERVE_TARGET_VNNI void Prefetch(int64_t, int, int64_t) const {}
+  int64_t PrefetchShare(int parts) const { return next.first != nullptr ? next.PrefetchShare(parts) : 0; }
+  LLMSERVE_TARGET_VNNI void Prefetch(int64_t u, int part, int64_t share) const {
+    if (next.first != nullptr) next.Prefetch(u, part, share);
+  }
 
   LLMSERVE_TARGET_VNNI void Get(int64_t u, int s, int p, SubWeights& w) const {
     const uint8_t* e = At(u, s, p);
@@ -323,9 +329,11 @@ LLMSERVE_TARGET_VNNI void Groups(const PackedQuantMatrix& w, int64_t g, const Qu
     AllRows<T, P, kTileRows>(packed, /*prefetch=*/true, w, g, a, bias, y, ldy);
     return;
   }
-  const ScratchSource<T> unpacked{scratch, P};
+  ScratchSource<T> unpacked{scratch, P};
   unpacked.Fill(packed, w.units);
-  AllRows<T, P, kTileRows>(unpacked, /*prefetch=*/false, w, g, a, bias, y, ldy);
+  const int64_t next_g = (g / kQuantPanelGroups + 1) * kQuantPanelGroups;
+  if (next_g < w.groups) unpacked.next = {w.unit(next_g, 0), w.panel_groups(next_g) * w.unit_bytes, 0};
+  AllRows<T, P, kTileRows>(unpacked, /*prefetch=*/true, w, g, a, bias, y, ldy);
 }
 
 template <QuantType T>
