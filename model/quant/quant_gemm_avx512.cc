@@ -7,7 +7,7 @@
 // the row's int8 activations to the 16 lanes, then one convert, one multiply and one or
 // two FMAs apply the scales. Rows are processed R at a time over the same P groups, so
 // the weights are read from memory by the first row tile only (later tiles find them in
-// L2); the first tile also prefetches its streams a fixed distance ahead.
+// L2); the first tile also prefetches its stream a fixed distance ahead.
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -179,16 +179,8 @@ struct ScratchSource {
   static constexpr int64_t kEntry = 64 * (8 + kScales + kMins);  // bytes per (u, s, p)
   const uint8_t* base;
   int groups;  // P of the tiles that read it
-  // The next panel's stream, which the first row tile prefetches while it runs (unit u of
-  // it as it reads unit u of this one), so that the next Fill finds it in L2; null: none.
-  PackedSource<T> next{nullptr, 0, 0};
-
   const uint8_t* At(int64_t u, int s, int p) const { return base + ((u * SubBlocks(T) + s) * groups + p) * kEntry; }
 
-  int64_t PrefetchShare(int parts) const { return next.first != nullptr ? next.PrefetchShare(parts) : 0; }
-  LLMSERVE_TARGET_VNNI void Prefetch(int64_t u, int part, int64_t share) const {
-    if (next.first != nullptr) next.Prefetch(u, part, share);
-  }
 
   LLMSERVE_TARGET_VNNI void Get(int64_t u, int s, int p, SubWeights& w) const {
     const uint8_t* e = At(u, s, p);
@@ -217,10 +209,12 @@ struct ScratchSource {
 };
 
 // One row tile: rows [r0, r0 + R) of `a` times P groups (outputs from col0, 16 a group)
-// whose sub-blocks `src` provides.
+// whose sub-blocks `src` provides; while it runs it prefetches the stream `pf` (null: none),
+// unit by unit as it walks its own units.
 template <QuantType T, int R, int P, typename Source>
-LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const QuantizedActs& a, int64_t r0, bool prefetch,
-                               int64_t rows, int64_t col0, const float* bias, float* y, int64_t ldy) {
+LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const QuantizedActs& a, int64_t r0,
+                               const PackedSource<T>* pf, int64_t rows, int64_t col0, const float* bias, float* y,
+                               int64_t ldy) {
   constexpr int kSubs = SubBlocks(T);
   constexpr int kShift = OffsetShift(T);
   __m512 acc[R][P];
@@ -233,7 +227,7 @@ LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const Quantized
   const uint8_t* rows_x[R];  // each row's record of block 0
   for (int r = 0; r < R; ++r) rows_x[r] = a.record(r0 + r, 0);
 
-  const int64_t share = src.PrefetchShare(kSubs * P);
+  const int64_t share = pf != nullptr ? pf->PrefetchShare(kSubs * P) : 0;
   for (int64_t u = 0; u < units; ++u) {
     for (int s = 0; s < kSubs; ++s) {
       const int64_t blk = u * kSubs + s;
@@ -267,7 +261,7 @@ LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const Quantized
         }
       };
       auto group = [&]<int p>() __attribute__((always_inline)) {
-        if (prefetch) src.Prefetch(u, s * P + p, share);
+        if (pf != nullptr) pf->Prefetch(u, s * P + p, share);
         SubWeights w;
         src.Get(u, s, p, w);
         [&]<int... r>(std::integer_sequence<int, r...>) __attribute__((always_inline)) {
@@ -298,7 +292,8 @@ LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const Quantized
 // The rows left after the full tiles: one tile of n < RT rows.
 template <QuantType T, int P, int RT, typename Source>
 LLMSERVE_TARGET_VNNI void TailRows(int64_t n, const Source& src, int64_t units, const QuantizedActs& a, int64_t r0,
-                                   bool pf, int64_t rows, int64_t col0, const float* bias, float* y, int64_t ldy) {
+                                   const PackedSource<T>* pf, int64_t rows, int64_t col0, const float* bias, float* y,
+                                   int64_t ldy) {
   if constexpr (RT > 1) {
     if (n == RT - 1) {
       Tile<T, RT - 1, P>(src, units, a, r0, pf, rows, col0, bias, y, ldy);
@@ -308,14 +303,15 @@ LLMSERVE_TARGET_VNNI void TailRows(int64_t n, const Source& src, int64_t units, 
   }
 }
 
-// All rows of `a`, RT at a time, for P groups that `src` provides (outputs from group g).
+// All rows of `a`, RT at a time, for P groups that `src` provides (outputs from group g);
+// the first tile prefetches `pf` (may be null).
 template <QuantType T, int P, int RT, typename Source>
-LLMSERVE_TARGET_VNNI void AllRows(const Source& src, bool prefetch, const PackedQuantMatrix& w, int64_t g,
+LLMSERVE_TARGET_VNNI void AllRows(const Source& src, const PackedSource<T>* pf, const PackedQuantMatrix& w, int64_t g,
                                   const QuantizedActs& a, const float* bias, float* y, int64_t ldy) {
   const int64_t col0 = g * kQuantGroupRows;
   int64_t r0 = 0;
-  for (; r0 + RT <= a.m; r0 += RT) Tile<T, RT, P>(src, w.units, a, r0, prefetch && r0 == 0, w.rows, col0, bias, y, ldy);
-  if (r0 < a.m) TailRows<T, P, RT>(a.m - r0, src, w.units, a, r0, prefetch && r0 == 0, w.rows, col0, bias, y, ldy);
+  for (; r0 + RT <= a.m; r0 += RT) Tile<T, RT, P>(src, w.units, a, r0, r0 == 0 ? pf : nullptr, w.rows, col0, bias, y, ldy);
+  if (r0 < a.m) TailRows<T, P, RT>(a.m - r0, src, w.units, a, r0, r0 == 0 ? pf : nullptr, w.rows, col0, bias, y, ldy);
 }
 
 // Groups [g, g + P) of one panel: from the packed layout for few rows (the first tile
@@ -326,14 +322,12 @@ LLMSERVE_TARGET_VNNI void Groups(const PackedQuantMatrix& w, int64_t g, const Qu
                                  const float* bias, float* y, int64_t ldy) {
   const PackedSource<T> packed{w.unit(g, 0), w.panel_groups(g) * w.unit_bytes};
   if (scratch == nullptr) {
-    AllRows<T, P, kTileRows>(packed, /*prefetch=*/true, w, g, a, bias, y, ldy);
+    AllRows<T, P, kTileRows>(packed, &packed, w, g, a, bias, y, ldy);
     return;
   }
-  ScratchSource<T> unpacked{scratch, P};
+  const ScratchSource<T> unpacked{scratch, P};
   unpacked.Fill(packed, w.units);
-  const int64_t next_g = (g / kQuantPanelGroups + 1) * kQuantPanelGroups;
-  if (next_g < w.groups) unpacked.next = {w.unit(next_g, 0), w.panel_groups(next_g) * w.unit_bytes, 0};
-  AllRows<T, P, kTileRows>(unpacked, /*prefetch=*/true, w, g, a, bias, y, ldy);
+  AllRows<T, P, kTileRows>(unpacked, nullptr, w, g, a, bias, y, ldy);
 }
 
 template <QuantType T>
