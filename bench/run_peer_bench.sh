@@ -4,7 +4,8 @@
 #
 #   bench/run_peer_bench.sh --model FILE.gguf --llama-server PATH [--rounds 3] [--threads 2]
 #                           [--requests 32] [--c1-requests 8] [--input-len 128] [--output-len 128]
-#                           [--prefill-len 512] [--llmserve-args "..."] [--label NAME]
+#                           [--prefill-len 512] [--cells c16,c8,c1,prefill] [--llmserve-args "..."]
+#                           [--label NAME]
 #   env: BUILD_DIR (default build)
 #
 # Cells, each run by llmbench against both servers (llmserve over gRPC, llama-server over
@@ -36,7 +37,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=""; llama=""; rounds=3; threads=2; requests=32; c1_requests=8; in_len=128; out_len=128; prefill_len=512
-llmserve_args=""; label=""
+llmserve_args=""; label=""; cells="c16,c8,c1,prefill"
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -49,8 +50,9 @@ while [ $# -gt 0 ]; do
     --output-len) out_len="$2"; shift 2 ;;
     --prefill-len) prefill_len="$2"; shift 2 ;;
     --llmserve-args) llmserve_args="$2"; shift 2 ;;
+    --cells) cells="$2"; shift 2 ;;
     --label) label="$2"; shift 2 ;;
-    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -120,12 +122,16 @@ run_cells() {  # $1 server, $2 round
   bench "$1" "$2" warmup --concurrency 1 --requests 2 --input-len "$in_len" --output-len 4 >/dev/null
   sed -i '$d' "$stem.jsonl"  # the warm-up is not a result
   for c in 16 8 1; do
+    case ",$cells," in *",c$c,"*) ;; *) continue ;; esac
     n="$requests"; if [ "$c" = 1 ]; then n="$c1_requests"; fi
     echo "### $1 round $2 c$c"
     bench "$1" "$2" "c$c" --concurrency "$c" --requests "$n" --input-len "$in_len" --output-len "$out_len"
   done
-  echo "### $1 round $2 prefill $prefill_len"
-  bench "$1" "$2" prefill --concurrency 1 --requests 4 --input-len "$prefill_len" --output-len 1
+  case ",$cells," in
+    *",prefill,"*)
+      echo "### $1 round $2 prefill $prefill_len"
+      bench "$1" "$2" prefill --concurrency 1 --requests 4 --input-len "$prefill_len" --output-len 1 ;;
+  esac
   stop_server
 }
 for r in $(seq "$rounds"); do

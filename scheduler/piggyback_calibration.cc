@@ -14,7 +14,10 @@ namespace llmserve {
 namespace {
 
 constexpr int32_t kContext = 64;  // cached tokens of each timed decode sequence; prefill length
-constexpr int kReps = 3;
+// Timed steps of each kind (after a warm-up), alternating. Three were too few on a noisy
+// machine: a 12-row step once timed faster than the 8-row one and turned piggybacking on
+// where it loses (quantized weights, whose steps cost in proportion to their rows).
+constexpr int kReps = 7;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

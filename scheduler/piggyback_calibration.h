@@ -43,7 +43,7 @@ struct PiggybackTimings {
 };
 
 // Times decode steps of `decode_rows` and `filled_rows` sequences (context 64 tokens,
-// alternating, three each after a warm-up) and a 64-token prefill on `model` against
+// alternating, seven each after a warm-up) and a 64-token prefill on `model` against
 // `cache`, whose blocks it uses as scratch: call before any sequence holds blocks.
 // Runs on a thread of its own with `threads` OpenMP threads (ApplyThreadCount), which
 // exits before this returns (see the .cc: an OpenMP team left on the caller's thread

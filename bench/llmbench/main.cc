@@ -1,4 +1,6 @@
-// llmbench: load generator for llmserve over gRPC (like vLLM's serving benchmark).
+// llmbench: load generator for llmserve over gRPC (like vLLM's serving benchmark), and
+// with --backend llamacpp for llama.cpp's llama-server over HTTP (its streaming
+// /completion endpoint), so that both are measured by the same code (bench/run_peer_bench.sh).
 //
 //   llmbench --addr HOST:PORT [--concurrency N | --rate R [--concurrency N]] [--requests N]
 //            [--input-len N] [--output-len N] [--len-dist fixed|uniform|exponential]
