@@ -146,7 +146,7 @@ void Run(benchmark::State& state, QuantType type, Shape shape, int64_t m) {
 // groups in halves as QuantLinear does) over cold copies, calls alternating between
 // unpacking each panel into a per-thread scratch and unpacking it in registers for every
 // row tile; the median time of each (scratch_us, registers_us) and "speedup" = registers /
-// scratch. This is what QuantLinear's kPanelScratchMinRows is chosen from.
+// scratch. This is what QuantPanelScratchMinRows (quant_gemm.h) is chosen from.
 void ScratchAB(benchmark::State& state, QuantType type, Shape shape, int64_t m) {
   omp_set_num_threads(threads);
   const std::vector<uint8_t> file = llmserve::test_util::RandomQuantRows(type, shape.out, shape.in, 1);
@@ -225,12 +225,14 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { Run(st, t, s, m); })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
-        if (t != QuantType::kNone && m > 1) {
-          benchmark::RegisterBenchmark(("ScratchAB/" + name).c_str(),
-                                       [=](benchmark::State& st) { ScratchAB(st, t, s, m); })
-              ->Unit(benchmark::kMicrosecond)
-              ->UseRealTime();
-        }
+      }
+      if (t == QuantType::kNone) continue;
+      for (int64_t m : {4, 8, 16, 32, 64, 128, 256, 512}) {
+        const std::string name = "ScratchAB/" + std::string(llmserve::QuantTypeName(t)) + "/" + s.name +
+                                 "/M:" + std::to_string(m) + (hot ? "/hot" : "");
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { ScratchAB(st, t, s, m); })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
       }
     }
   }

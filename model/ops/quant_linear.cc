@@ -32,12 +32,6 @@ namespace {
 constexpr int64_t kTaskGroups = kQuantPanelGroups;
 // Below this many weight bytes (and rows) one thread does the whole product.
 constexpr size_t kParallelMinBytes = size_t{64} << 10;
-// From this many rows on, each thread unpacks a panel once into a scratch buffer for all
-// its row tiles instead of unpacking it in registers for every tile (quant_gemm.h). Below
-// it the scratch's extra pass costs more than it saves: bench/quant_gemm_bench's ScratchAB
-// (registers / scratch time, Q4_K, Q8_0, Q6_K, 1b shapes) reads 0.3-0.5 at 4 rows, 0.7-0.85
-// at 16, 1.0-1.06 at 32 and 1.45-1.5 at 512.
-constexpr int64_t kPanelScratchMinRows = 32;
 // Rows converted to f32 at a time when an unquantized part is quantized to int8.
 constexpr int64_t kInt8ChunkRows = 256;
 static_assert(kInt8ChunkRows % (kQuantGroupRows * kQuantPanelGroups) == 0, "chunks of whole panels");
@@ -49,6 +43,9 @@ class QuantLinear final : public Linear {
   struct Segment {
     PackedQuantMatrix w;
     int64_t col0 = 0;  // its first output
+    // From this many rows on, each thread unpacks a panel once into a scratch buffer for
+    // all its row tiles, instead of in registers for every tile (QuantPanelScratchMinRows).
+    int64_t scratch_min_rows = 0;
   };
   struct Task {
     int32_t seg;
@@ -146,7 +143,8 @@ absl::Status QuantLinear::Pack(std::span<const TensorView* const> parts, const f
       }
     }
     const int32_t seg = static_cast<int32_t>(segments_.size());
-    segments_.push_back({MakePackedQuantMatrix(types[i], rows, cols_, dst), col0});
+    segments_.push_back({MakePackedQuantMatrix(types[i], rows, cols_, dst), col0,
+                         QuantPanelScratchMinRows(kernel_, types[i])});
     const PackedQuantMatrix& w = segments_.back().w;
     for (int64_t g = 0; g < w.groups; g += kTaskGroups) tasks_.push_back({seg, g, std::min(g + kTaskGroups, w.groups)});
     col0 += rows;
@@ -168,7 +166,9 @@ void QuantLinear::Forward(const float* x, int64_t m, float* y) {
   const bool parallel = weight_bytes_ >= kParallelMinBytes || m >= 16;
   const size_t panel_bytes = QuantPanelScratchBytes(cols_);
   uint8_t* panels = nullptr;
-  if (m >= kPanelScratchMinRows) {
+  const bool any_scratch = std::any_of(segments_.begin(), segments_.end(),
+                                       [m](const Segment& s) { return m >= s.scratch_min_rows; });
+  if (any_scratch) {
     const size_t threads = parallel ? static_cast<size_t>(omp_get_max_threads()) : 1;
     panels = static_cast<uint8_t*>(ctx_.ScratchBuffer(DnnContext::Scratch::kQuantPanels, threads * panel_bytes));
   }
@@ -182,7 +182,7 @@ void QuantLinear::Forward(const float* x, int64_t m, float* y) {
     for (size_t i = lo; i < hi; ++i) {
       const Task& task = tasks_[i];
       const Segment& s = segments_[static_cast<size_t>(task.seg)];
-      QuantGemm(kernel_, s.w, task.g0, task.g1, a, scratch, bias != nullptr ? bias + s.col0 : nullptr, y + s.col0,
+      QuantGemm(kernel_, s.w, task.g0, task.g1, a, m >= s.scratch_min_rows ? scratch : nullptr, bias != nullptr ? bias + s.col0 : nullptr, y + s.col0,
                 out_);
     }
   }

@@ -1,5 +1,7 @@
 #include "model/quant/quant_gemm.h"
 
+#include <limits>
+
 #include "model/runtime_config.h"
 
 namespace llmserve {
@@ -13,6 +15,23 @@ bool QuantKernelSupported(QuantKernel k) {
 
 QuantKernel BestQuantKernel() {
   return QuantKernelSupported(QuantKernel::kAvx512Vnni) ? QuantKernel::kAvx512Vnni : QuantKernel::kScalar;
+}
+
+int64_t QuantPanelScratchMinRows(QuantKernel kernel, QuantType t) {
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  if (kernel != QuantKernel::kAvx512Vnni) return kNever;  // the scalar kernel has no scratch path
+  switch (t) {
+    case QuantType::kQ5_0:
+    case QuantType::kQ5_1:
+    case QuantType::kQ5_K:
+    case QuantType::kQ6_K: return 64;
+    case QuantType::kQ4_0:
+    case QuantType::kQ4_1:
+    case QuantType::kQ4_K: return 128;
+    case QuantType::kQ8_0:
+    case QuantType::kNone: return kNever;
+  }
+  return kNever;
 }
 
 size_t QuantizedActsBytes(int64_t m, int64_t cols) {

@@ -85,6 +85,15 @@ void QuantizeActs(QuantKernel kernel, const float* x, int64_t in, int64_t r0, in
 void QuantGemm(QuantKernel kernel, const PackedQuantMatrix& w, int64_t g0, int64_t g1, const QuantizedActs& a,
                uint8_t* scratch, const float* bias, float* y, int64_t ldy);
 
+// The fewest rows from which `kernel` is given a panel scratch for weights of type `t`
+// (INT64_MAX: never). Unpacking a panel in registers costs every row tile the nibble
+// and high-bit arithmetic; the scratch costs one extra pass over the panel. Where it pays
+// depends on how much arithmetic the unpack is (bench/quant_gemm_bench's ScratchAB,
+// registers / scratch time on the 1b shapes: Q5_K and Q6_K 1.05-1.12 at 64 rows and
+// 1.2-1.3 from 256; Q4_K 0.91-0.98 at 64, 0.96-1.04 at 128, 1.05-1.1 at 512; Q8_0, loads
+// only, 0.85 at 64 and 1.0 at 512).
+int64_t QuantPanelScratchMinRows(QuantKernel kernel, QuantType t);
+
 // Bytes of the panel scratch QuantGemm can use for weights of `cols` k.
 inline constexpr int64_t kQuantScratchEntryBytes = 640;  // per (32 k, group): codes, scales, min
 inline size_t QuantPanelScratchBytes(int64_t cols) {

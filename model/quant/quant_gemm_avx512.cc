@@ -101,25 +101,57 @@ LLMSERVE_TARGET_VNNI inline __m512 I8Vec(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
-// acc += the unsigned codes w · the 4 int8 activations at x broadcast to every lane, with
-// the activations as vpdpbusd's broadcast memory operand. Written in asm so that the
-// compiler cannot keep the broadcasts in registers across the tile's groups (it does, and
-// then runs out of registers and spills the accumulators).
-LLMSERVE_TARGET_VNNI inline __m512i DotStep(__m512i acc, __m512i w, const int8_t* x) {
-  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(x)));
+// A row's record (QuantizedActs: its 32 int8 activations, their scale and sums) is read by
+// broadcast memory operands, written in asm with the record's address in a register and
+// the field's offset as a displacement. Left to itself, the compiler keeps the broadcasts
+// in registers across the tile's groups, or gives every (row, field) address its own
+// induction variable; either way it runs out of registers and spills the accumulators.
+// The asm reads memory its operands do not declare: nothing inside a tile writes the
+// records (QuantizeActs fills them before the tile is called), and it is volatile so that
+// the compiler neither drops nor merges the identical reads of a tile's groups.
+
+// acc += the unsigned codes w · the 4 int8 activations at rec + kOff broadcast to every lane.
+template <int kOff>
+LLMSERVE_TARGET_VNNI inline __m512i DotStep(__m512i acc, __m512i w, const uint8_t* rec) {
+  __asm__ volatile("vpdpbusd %c3(%2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"(rec), "i"(kOff));
   return acc;
 }
+// v · the float at rec + kOff in every lane.
+template <int kOff>
+LLMSERVE_TARGET_VNNI inline __m512 MulBcast(__m512 v, const uint8_t* rec) {
+  __m512 r;
+  __asm__ volatile("vmulps %c3(%2)%{1to16%}, %1, %0" : "=v"(r) : "v"(v), "r"(rec), "i"(kOff));
+  return r;
+}
+// acc − v · the float at rec + kOff in every lane.
+template <int kOff>
+LLMSERVE_TARGET_VNNI inline __m512 FnmaddBcast(__m512 acc, __m512 v, const uint8_t* rec) {
+  __asm__ volatile("vfnmadd231ps %c3(%2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(v), "r"(rec), "i"(kOff));
+  return acc;
+}
+// acc + v · the float at rec + kOff in every lane.
+template <int kOff>
+LLMSERVE_TARGET_VNNI inline __m512 FmaddBcast(__m512 acc, __m512 v, const uint8_t* rec) {
+  __asm__ volatile("vfmadd231ps %c3(%2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(v), "r"(rec), "i"(kOff));
+  return acc;
+}
+// The int32 at rec + kOff shifted left by kShift, in every lane.
+template <int kOff, int kShift>
+LLMSERVE_TARGET_VNNI inline __m512i ShiftBcast(const uint8_t* rec) {
+  __m512i r;
+  __asm__ volatile("vpslld %3, %c2(%1)%{1to16%}, %0" : "=v"(r) : "r"(rec), "i"(kOff), "i"(kShift));
+  return r;
+}
 
-// Integer dot product of k-quads [0, N) with one row's activations at xq, as two
-// independent chains of vpdpbusd (integer sums: the same result in any order).
-template <int N>
-LLMSERVE_TARGET_VNNI inline __m512i Dot(__m512i init, const __m512i* wq, const int8_t* xq) {
+// Integer dot product of k-quads [0, N) with the activations at rec + kOff (k-quad i at
+// rec + kOff + 4i), as two independent chains of vpdpbusd (integer sums: the same result
+// in any order).
+template <int N, int kOff>
+LLMSERVE_TARGET_VNNI inline __m512i Dot(__m512i init, const __m512i* wq, const uint8_t* rec) {
   __m512i a = init, b = _mm512_setzero_si512();
-#pragma GCC unroll 8
-  for (int i = 0; i < N; i += 2) {
-    a = DotStep(a, wq[i], xq + 4 * i);
-    b = DotStep(b, wq[i + 1], xq + 4 * i + 4);
-  }
+  [&]<int... i>(std::integer_sequence<int, i...>) __attribute__((always_inline)) {
+    ((a = DotStep<kOff + 8 * i>(a, wq[2 * i], rec), b = DotStep<kOff + 8 * i + 4>(b, wq[2 * i + 1], rec)), ...);
+  }(std::make_integer_sequence<int, N / 2>{});
   return _mm512_add_epi32(a, b);
 }
 
@@ -235,28 +267,24 @@ LLMSERVE_TARGET_VNNI void Tile(const Source& src, int64_t units, const Quantized
       // so that the accumulators stay in registers.
       auto row = [&]<int p, int r>(const SubWeights& w) __attribute__((always_inline)) {
         const uint8_t* rec = rows_x[r] + blk * QA::kRecordBytes;
-        const auto* x = reinterpret_cast<const int8_t*>(rec);
-        const __m512 d = _mm512_set1_ps(*reinterpret_cast<const float*>(rec + QA::kD));
         if constexpr (T == QuantType::kQ6_K) {
-          const auto* n16 = reinterpret_cast<const int32_t*>(rec + QA::kNsum16);
-          const __m512i i0 = Dot<4>(_mm512_slli_epi32(_mm512_set1_epi32(n16[0]), kShift), w.wq, x);
-          const __m512i i1 = Dot<4>(_mm512_slli_epi32(_mm512_set1_epi32(n16[1]), kShift), w.wq + 4, x + 16);
-          acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0), d), w.s0, acc[r][p]);
-          acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1), d), w.s1, acc[r][p]);
+          const __m512i i0 = Dot<4, 0>(ShiftBcast<QA::kNsum16, kShift>(rec), w.wq, rec);
+          const __m512i i1 = Dot<4, 16>(ShiftBcast<QA::kNsum16 + 4, kShift>(rec), w.wq + 4, rec);
+          acc[r][p] = _mm512_fmadd_ps(MulBcast<QA::kD>(_mm512_cvtepi32_ps(i0), rec), w.s0, acc[r][p]);
+          acc[r][p] = _mm512_fmadd_ps(MulBcast<QA::kD>(_mm512_cvtepi32_ps(i1), rec), w.s1, acc[r][p]);
         } else {
           __m512i i0;
           if constexpr (kShift >= 0) {
-            i0 = _mm512_slli_epi32(_mm512_set1_epi32(*reinterpret_cast<const int32_t*>(rec + QA::kNsum32)), kShift);
+            i0 = ShiftBcast<QA::kNsum32, kShift>(rec);
           } else {
             i0 = _mm512_setzero_si512();
           }
-          i0 = Dot<8>(i0, w.wq, x);
-          acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0), d), w.s0, acc[r][p]);
-          const __m512 dsum = _mm512_set1_ps(*reinterpret_cast<const float*>(rec + QA::kDsum));
+          i0 = Dot<8, 0>(i0, w.wq, rec);
+          acc[r][p] = _mm512_fmadd_ps(MulBcast<QA::kD>(_mm512_cvtepi32_ps(i0), rec), w.s0, acc[r][p]);
           if constexpr (HasBlockMin(T)) {
-            acc[r][p] = _mm512_fmadd_ps(w.mn, dsum, acc[r][p]);
+            acc[r][p] = FmaddBcast<QA::kDsum>(acc[r][p], w.mn, rec);
           } else if constexpr (HasSubMin(T)) {
-            acc[r][p] = _mm512_fnmadd_ps(w.mn, dsum, acc[r][p]);
+            acc[r][p] = FnmaddBcast<QA::kDsum>(acc[r][p], w.mn, rec);
           }
         }
       };
