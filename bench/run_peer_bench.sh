@@ -14,7 +14,7 @@
 # generated (EOS ignored, greedy, closed loop); --c1-requests at concurrency 1; and
 # --prefill-len-token prompts, one at a time, 1 token generated (prefill time = TTFT).
 # Each round starts one server, warms it up (2 short requests), runs every cell, stops it,
-# then does the same with the other; odd rounds start with llama.cpp. Both get --threads
+# then does the same with the other; odd rounds start with llmserve, even ones with llama.cpp. Both get --threads
 # compute threads; llama-server gets -np 16 slots of (input + output or prefill) context
 # each, and logit_bias false for ids 3..258 (the byte tokens of the Llama SentencePiece
 # vocabulary: on random weights a stream would otherwise end in partial UTF-8, which

@@ -15,6 +15,7 @@
 #include "model/transformer.h"
 #include "scheduler/engine.h"
 #include "tests/util/test_assets.h"
+#include "tests/util/transformer_engine.h"
 
 namespace llmserve {
 namespace {
@@ -67,22 +68,10 @@ class EngineGoldenTest : public ::testing::Test {
   std::unique_ptr<Engine> MakeEngine(int32_t num_blocks, int32_t max_prefill_chunk = 64) {
     auto model = MakeTransformer();
     if (model == nullptr) return nullptr;
-    KvCacheConfig kc = KvCacheConfig::ForModel(model->config(), 16, DType::kF32);
-    kc.num_blocks = num_blocks;
-    auto cache = KvCache::Create(kc);
-    EXPECT_TRUE(cache.ok()) << cache.status();
-    if (!cache.ok()) return nullptr;
-    EngineConfig c;
-    c.scheduler.block_size = 16;
-    c.scheduler.max_running = 32;
-    c.scheduler.max_batched_tokens = 256;
-    c.scheduler.max_prefill_chunk = max_prefill_chunk;
-    c.scheduler.eos_id = tok_->eos_id();
-    auto e = Engine::Create(c, MakeTransformerEngineModel(std::move(model), *std::move(cache), 2), tok_.get());
+    auto e = testing::StartTransformerEngine(std::move(model), tok_.get(),
+                                             {.num_blocks = num_blocks, .max_prefill_chunk = max_prefill_chunk});
     EXPECT_TRUE(e.ok()) << e.status();
-    if (!e.ok()) return nullptr;
-    (*e)->Start();
-    return *std::move(e);
+    return e.ok() ? *std::move(e) : nullptr;
   }
 
   // 32 prompts: BOS then a slice of the story; lengths 1, 7, ..., 200 exactly.

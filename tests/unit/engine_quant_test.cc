@@ -16,6 +16,7 @@
 #include "model/transformer.h"
 #include "scheduler/engine.h"
 #include "tests/util/test_assets.h"
+#include "tests/util/transformer_engine.h"
 
 namespace llmserve {
 namespace {
@@ -42,22 +43,14 @@ class EngineQuantTest : public ::testing::TestWithParam<const char*> {
     auto model = Transformer::Create(*weights_, rt);
     EXPECT_TRUE(model.ok()) << model.status();
     if (!model.ok()) return nullptr;
-    KvCacheConfig kc = KvCacheConfig::ForModel((*model)->config(), 16, DType::kBF16);
-    kc.num_blocks = num_blocks;
-    auto cache = KvCache::Create(kc);
-    EXPECT_TRUE(cache.ok()) << cache.status();
-    if (!cache.ok()) return nullptr;
-    EngineConfig c;
-    c.scheduler.block_size = 16;
-    c.scheduler.max_running = 64;
-    c.scheduler.max_batched_tokens = 512;
-    c.scheduler.max_prefill_chunk = max_prefill_chunk;
-    c.scheduler.eos_id = tok_->eos_id();
-    auto e = Engine::Create(c, MakeTransformerEngineModel(*std::move(model), *std::move(cache), 2), tok_.get());
+    auto e = testing::StartTransformerEngine(*std::move(model), tok_.get(),
+                                             {.num_blocks = num_blocks,
+                                              .kv_dtype = DType::kBF16,
+                                              .max_running = 64,
+                                              .max_batched_tokens = 512,
+                                              .max_prefill_chunk = max_prefill_chunk});
     EXPECT_TRUE(e.ok()) << e.status();
-    if (!e.ok()) return nullptr;
-    (*e)->Start();
-    return *std::move(e);
+    return e.ok() ? *std::move(e) : nullptr;
   }
 
   // 64 prompts: BOS then random ids, 1 .. 120 tokens in all.

@@ -17,6 +17,7 @@
 #include "server/llm_service.h"
 #include "tests/util/service_test_util.h"
 #include "tests/util/test_assets.h"
+#include "tests/util/transformer_engine.h"
 
 namespace llmserve {
 namespace {
@@ -86,19 +87,8 @@ TEST(LlmServiceGoldenTest, Stories260KGreedyMatchesRunC) {
   rt.threads = 2;
   auto model = Transformer::Create(**weights, rt);
   ASSERT_TRUE(model.ok()) << model.status();
-  KvCacheConfig kc = KvCacheConfig::ForModel((*model)->config(), 16, DType::kF32);
-  kc.num_blocks = 64;
-  auto cache = KvCache::Create(kc);
-  ASSERT_TRUE(cache.ok()) << cache.status();
-  EngineConfig c;
-  c.scheduler.block_size = 16;
-  c.scheduler.max_running = 8;
-  c.scheduler.max_batched_tokens = 256;
-  c.scheduler.max_prefill_chunk = 64;
-  c.scheduler.eos_id = (*tok)->eos_id();
-  auto engine = Engine::Create(c, MakeTransformerEngineModel(*std::move(model), *std::move(cache), 2), tok->get());
+  auto engine = testing::StartTransformerEngine(*std::move(model), tok->get(), {.max_running = 8});
   ASSERT_TRUE(engine.ok()) << engine.status();
-  (*engine)->Start();
   ServiceInfo info;
   info.model_name = "stories260K";
   info.config = (*weights)->config;
