@@ -93,6 +93,7 @@ class QuantLinear final : public Linear {
   size_t weight_bytes_ = 0;
   HugePageBuffer storage_;
   std::vector<Segment> segments_;
+  int64_t scratch_min_rows_ = 0;  // the fewest of the segments' scratch_min_rows
   std::vector<Task> tasks_;
   std::vector<uint64_t> cost_prefix_;  // [tasks + 1] bytes before each task
   std::vector<float> bias_;             // [out] or empty
@@ -149,6 +150,9 @@ absl::Status QuantLinear::Pack(std::span<const TensorView* const> parts, const f
     for (int64_t g = 0; g < w.groups; g += kTaskGroups) tasks_.push_back({seg, g, std::min(g + kTaskGroups, w.groups)});
     col0 += rows;
   }
+  scratch_min_rows_ = std::min_element(segments_.begin(), segments_.end(), [](const Segment& a, const Segment& b) {
+                        return a.scratch_min_rows < b.scratch_min_rows;
+                      })->scratch_min_rows;
   cost_prefix_.assign(1, 0);
   for (const Task& t : tasks_) {
     const uint64_t bytes = static_cast<uint64_t>((t.g1 - t.g0) * segments_[static_cast<size_t>(t.seg)].w.group_bytes);
@@ -166,9 +170,7 @@ void QuantLinear::Forward(const float* x, int64_t m, float* y) {
   const bool parallel = weight_bytes_ >= kParallelMinBytes || m >= 16;
   const size_t panel_bytes = QuantPanelScratchBytes(cols_);
   uint8_t* panels = nullptr;
-  const bool any_scratch = std::any_of(segments_.begin(), segments_.end(),
-                                       [m](const Segment& s) { return m >= s.scratch_min_rows; });
-  if (any_scratch) {
+  if (m >= scratch_min_rows_) {
     const size_t threads = parallel ? static_cast<size_t>(omp_get_max_threads()) : 1;
     panels = static_cast<uint8_t*>(ctx_.ScratchBuffer(DnnContext::Scratch::kQuantPanels, threads * panel_bytes));
   }
@@ -182,8 +184,9 @@ void QuantLinear::Forward(const float* x, int64_t m, float* y) {
     for (size_t i = lo; i < hi; ++i) {
       const Task& task = tasks_[i];
       const Segment& s = segments_[static_cast<size_t>(task.seg)];
-      QuantGemm(kernel_, s.w, task.g0, task.g1, a, m >= s.scratch_min_rows ? scratch : nullptr, bias != nullptr ? bias + s.col0 : nullptr, y + s.col0,
-                out_);
+      uint8_t* seg_scratch = m >= s.scratch_min_rows ? scratch : nullptr;
+      QuantGemm(kernel_, s.w, task.g0, task.g1, a, seg_scratch, bias != nullptr ? bias + s.col0 : nullptr,
+                y + s.col0, out_);
     }
   }
 }

@@ -213,7 +213,6 @@ struct ScratchSource {
   int groups;  // P of the tiles that read it
   const uint8_t* At(int64_t u, int s, int p) const { return base + ((u * SubBlocks(T) + s) * groups + p) * kEntry; }
 
-
   LLMSERVE_TARGET_VNNI void Get(int64_t u, int s, int p, SubWeights& w) const {
     const uint8_t* e = At(u, s, p);
     for (int i = 0; i < 8; ++i) w.wq[i] = _mm512_load_si512(e + 64 * i);
