@@ -75,8 +75,13 @@ absl::StatusOr<std::string> ChatTemplate::RenderAny(const Json& variables, const
     return absl::InvalidArgumentError(absl::StrCat("template '", name_, "': bad variables: ", e.what()));
   }
   std::string out;
-  jinja::Interp interp(limits_, options);
-  absl::Status st = interp.Run(*ast_, std::move(vars), &out);
+  absl::Status st;
+  try {  // the engine does not throw; this keeps a bug (or bad_alloc) from crossing the edge
+    jinja::Interp interp(limits_, options);
+    st = interp.Run(*ast_, std::move(vars), &out);
+  } catch (const std::exception& e) {
+    st = absl::InternalError(absl::StrCat("chat template engine failure: ", e.what()));
+  }
   if (!st.ok()) return Named(name_, st);
   return out;
 }

@@ -71,7 +71,7 @@ absl::StatusOr<BoundArgs> BindArgs(std::string_view fn, CallArgs& args,
 }
 
 Interp::Interp(const TemplateLimits& limits, const RenderOptions& options)
-    : limits_(limits), options_(options) {}
+    : limits_(limits), options_(options), compare_budget_(limits.max_steps) {}
 
 Interp::~Interp() {
   // Namespaces are the only mutable objects, so the only way to make reference cycles
@@ -91,7 +91,7 @@ absl::Status Interp::Run(const TemplateAst& ast, std::shared_ptr<Frame> globals,
 
 absl::Status Interp::Step(uint64_t n) {
   steps_ += n;
-  if (steps_ > limits_.max_steps) {
+  if (steps_ > limits_.max_steps || compare_budget_.exhausted()) {
     return absl::ResourceExhaustedError(absl::StrCat("template exceeded max_steps (", limits_.max_steps, ")"));
   }
   return absl::OkStatus();

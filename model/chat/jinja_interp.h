@@ -115,6 +115,7 @@ class Interp {
   int call_depth_ = 0;
   bool located_ = false;
   std::vector<std::shared_ptr<NamespaceObj>> namespaces_;
+  CompareBudget compare_budget_;
 };
 
 }  // namespace llmserve::chat::jinja

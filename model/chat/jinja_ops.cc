@@ -33,7 +33,7 @@ absl::StatusOr<Value> Interp::BinaryOp(std::string_view op, const Value& a, cons
   if (b.is_undefined()) return UndefinedError(b);
   if (a.is_number() && b.is_number()) {
     const bool fl = a.is_float() || b.is_float();
-    const int64_t x = a.as_int(), y = b.as_int();
+    const int64_t x = fl ? 0 : a.as_int(), y = fl ? 0 : b.as_int();
     const double fx = a.as_float(), fy = b.as_float();
     int64_t r = 0;
     if (op == "+") {

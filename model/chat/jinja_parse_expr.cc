@@ -332,7 +332,9 @@ absl::StatusOr<ExprPtr> Parser::ParsePostfix(ExprPtr node) {
       if (!s.ok()) return s;
       node = std::move(*s);
     } else if (IsOp("(")) {
-      const Token at = Cur();
+      Token at = Cur();  // a call is reported at its callee
+      at.line = node->line;
+      at.col = node->col;
       std::vector<ExprPtr> kids;
       kids.push_back(std::move(node));
       auto call = Make(ExprKind::kCall, at, std::move(kids));
@@ -356,7 +358,9 @@ absl::StatusOr<ExprPtr> Parser::ParseFilterExpr(ExprPtr node) {
       if (!t.ok()) return t;
       node = std::move(*t);
     } else if (IsOp("(")) {
-      const Token at = Cur();
+      Token at = Cur();  // a call is reported at its callee
+      at.line = node->line;
+      at.col = node->col;
       std::vector<ExprPtr> kids;
       kids.push_back(std::move(node));
       auto call = Make(ExprKind::kCall, at, std::move(kids));

@@ -147,7 +147,7 @@ std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int
     }
     if (j >= s.size()) break;
     if (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) {
-      out.emplace_back(PyStrip(s.substr(j), nullptr, false, true));
+      out.emplace_back(s.substr(j));
       return out;
     }
     size_t k = j;
@@ -182,7 +182,7 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::string* sep, in
       while (e > 0 && space_at(e - 1)) --e;
       if (e == 0) break;
       if (static_cast<int64_t>(out.size()) >= maxsplit) {
-        out.emplace_back(PyStrip(s.substr(0, offs[e]), nullptr, true, false));
+        out.emplace_back(s.substr(0, offs[e]));
         break;
       }
       size_t b = e;
@@ -350,8 +350,12 @@ std::string PyStrRepr(std::string_view s) {
 
 namespace {
 
+// Past this size a repr is cut short (values may share elements, so a small DAG can
+// print exponentially long); callers then fail the string-size cap.
+constexpr size_t kReprCap = 16u << 20;
+
 void ReprInto(const Value& v, int depth, std::string* out) {
-  if (depth > 200) {
+  if (depth > 200 || out->size() > kReprCap) {
     *out += "...";
     return;
   }
@@ -369,7 +373,7 @@ void ReprInto(const Value& v, int depth, std::string* out) {
         return;
       }
       *out += l.is_tuple ? '(' : '[';
-      for (size_t i = 0; i < l.items.size(); ++i) {
+      for (size_t i = 0; i < l.items.size() && out->size() <= kReprCap; ++i) {
         if (i > 0) *out += ", ";
         ReprInto(l.items[i], depth + 1, out);
       }
@@ -384,6 +388,7 @@ void ReprInto(const Value& v, int depth, std::string* out) {
       *out += '{';
       bool first = true;
       for (const auto& [k, val] : d.items()) {
+        if (out->size() > kReprCap) break;
         if (!first) *out += ", ";
         first = false;
         ReprInto(k, depth + 1, out);

@@ -121,8 +121,23 @@ bool Truthy(const Value& v) {
   }
 }
 
+namespace {
+thread_local CompareBudget* tl_budget = nullptr;
+}  // namespace
+
+CompareBudget::CompareBudget(uint64_t budget) : left_(budget), saved_(tl_budget) { tl_budget = this; }
+CompareBudget::~CompareBudget() { tl_budget = saved_; }
+
 bool PyEquals(const Value& a, const Value& b, int depth) {
   if (depth > 200) return false;
+  if (tl_budget != nullptr) {
+    if (tl_budget->left_ == 0) {
+      tl_budget->exhausted_ = true;
+      return false;
+    }
+    --tl_budget->left_;
+  }
+  if (a.identity() != nullptr && a.identity() == b.identity()) return true;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
     return a.as_int() == b.as_int();

@@ -185,6 +185,26 @@ class BuiltinFunction : public Callable {
 
 // Python truthiness.
 bool Truthy(const Value& v);
+
+// Bounds the work of PyEquals on this thread while alive: lists may share elements, so a
+// DAG of modest size can take exponential time to compare. Each element compared costs one
+// unit; when `budget` runs out PyEquals answers false and exhausted() turns true.
+class CompareBudget {
+ public:
+  explicit CompareBudget(uint64_t budget);
+  ~CompareBudget();
+  CompareBudget(const CompareBudget&) = delete;
+  CompareBudget& operator=(const CompareBudget&) = delete;
+  // True once some comparison ran out of budget.
+  bool exhausted() const { return exhausted_; }
+
+ private:
+  friend bool PyEquals(const Value& a, const Value& b, int depth);
+  uint64_t left_;
+  bool exhausted_ = false;
+  CompareBudget* saved_;
+};
+
 // Python ==, deep for containers (bounded by `depth`).
 bool PyEquals(const Value& a, const Value& b, int depth = 0);
 // Python's type name for messages ("int", "str", "NoneType", "dict", ...).
