@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   ec.scheduler.max_batched_tokens = std::max(absl::GetFlag(FLAGS_max_batched_tokens), ec.scheduler.max_running);
   ec.scheduler.max_prefill_chunk = ec.scheduler.max_batched_tokens;
   ec.scheduler.max_context = static_cast<int32_t>(cfg.context_length);
-  ec.scheduler.eos_id = cfg.eos_id;
+  if (cfg.eos_id >= 0) ec.scheduler.eos_ids = {cfg.eos_id};  // ignored: requests ignore EOS
   ec.scheduler.step_policy = *policy;
   StepStats stats;
   auto engine = llmserve::Engine::Create(

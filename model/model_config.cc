@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace llmserve {
 
@@ -61,6 +62,11 @@ absl::Status ModelConfig::Validate() const {
   if (bos_id >= vocab_size || eos_id >= vocab_size || bos_id < -1 || eos_id < -1) {
     return bad(absl::StrCat("bos_id ", bos_id, " / eos_id ", eos_id, " outside the vocabulary of ", vocab_size));
   }
+  for (int32_t id : eos_ids) {
+    if (id < 0 || id >= vocab_size) {
+      return bad(absl::StrCat("end-of-generation id ", id, " outside the vocabulary of ", vocab_size));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -91,6 +97,7 @@ std::string ModelConfig::DebugString() const {
   absl::StrAppendFormat(&s, "biases: qkv=%d out=%d mlp=%d norm=%d\n", qkv_bias, out_bias, mlp_bias, norm_bias);
   absl::StrAppendFormat(&s, "tied_embeddings: %d\ncontext_length: %d\nbos_id: %d\neos_id: %d\n", tied_embeddings,
                         context_length, bos_id, eos_id);
+  if (!eos_ids.empty()) absl::StrAppend(&s, "eos_ids: ", absl::StrJoin(eos_ids, ","), "\n");
   return s;
 }
 

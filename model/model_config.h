@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,18 @@ struct RopeScaling {
   float low_freq_factor = 1.0f;   // llama3
   float high_freq_factor = 4.0f;  // llama3
   int64_t original_context = 0;   // llama3: original_max_position_embeddings
+};
+
+// Sampling defaults a model ships (HF generation_config.json), for the fields a request
+// leaves unset; unset here: the API's own default.
+struct GenerationDefaults {
+  std::optional<float> temperature;
+  std::optional<int32_t> top_k;
+  std::optional<float> top_p;
+  std::optional<float> min_p;
+  std::optional<float> repetition_penalty;
+
+  bool empty() const { return !temperature && !top_k && !top_p && !min_p && !repetition_penalty; }
 };
 
 struct ModelConfig {
@@ -62,6 +75,10 @@ struct ModelConfig {
   int64_t context_length = 0;
   int32_t bos_id = -1;       // -1: none
   int32_t eos_id = -1;       // -1: none
+  // Every id that ends generation (end of text, of turn, of message): eos_id, the rest of
+  // an eos_token_id list (config.json, generation_config.json), GGUF's eot / eom ids.
+  std::vector<int32_t> eos_ids;
+  GenerationDefaults generation;
 
   // Checks that every field is in range and consistent (heads divide, dims agree,
   // sizes are sane so that no tensor size computation overflows).

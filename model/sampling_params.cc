@@ -81,4 +81,14 @@ absl::Status StopConditions::Validate(int32_t vocab_size) const {
   return absl::OkStatus();
 }
 
+SamplingParams DefaultSamplingParams(const GenerationDefaults& d) {
+  SamplingParams p;
+  if (d.temperature) p.temperature = *d.temperature;
+  if (d.top_k) p.top_k = *d.top_k;
+  if (d.top_p) p.top_p = *d.top_p;
+  if (d.min_p) p.min_p = *d.min_p;
+  if (d.repetition_penalty) p.repetition_penalty = *d.repetition_penalty;
+  return p;
+}
+
 }  // namespace llmserve

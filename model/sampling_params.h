@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "model/model_config.h"
 
 namespace llmserve {
 
@@ -35,6 +36,9 @@ struct SamplingParams {
   // True when the result is argmax of the penalized logits (no randomness).
   bool greedy() const { return temperature == 0.0f; }
 };
+
+// SamplingParams' defaults with a model's own (generation_config.json) where it has them.
+SamplingParams DefaultSamplingParams(const GenerationDefaults& model_defaults);
 
 // When generation ends (checked after each sampled token, in this order):
 //   stop token: the id is EOS (unless ignore_eos) or in stop_token_ids → finished; the

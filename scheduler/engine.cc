@@ -49,9 +49,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& confi
     return absl::InvalidArgumentError(absl::StrCat("SchedulerConfig.max_context (", sc.max_context,
                                                    ") exceeds the model's (", model->max_context(), ")"));
   }
-  if (sc.eos_id >= model->vocab_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("SchedulerConfig.eos_id (", sc.eos_id,
-                                                   ") is outside the vocabulary (", model->vocab_size(), ")"));
+  for (int32_t id : sc.eos_ids) {
+    if (id >= model->vocab_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("SchedulerConfig.eos_ids holds ", id,
+                                                     ", outside the vocabulary (", model->vocab_size(), ")"));
+    }
   }
   return std::unique_ptr<Engine>(new Engine(c, std::move(model), tokenizer, observer));
 }

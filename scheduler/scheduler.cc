@@ -24,8 +24,10 @@ absl::Status Bad(const char* field, const std::string& rule, int64_t got) {
 }
 
 // The terminal state for sampled `id`, or kRunning when it is an ordinary token.
-SequenceState StopIdState(const Sequence& s, int32_t id, int32_t eos_id) {
-  if (eos_id >= 0 && id == eos_id && !s.stop.ignore_eos) return SequenceState::kFinishedEos;
+SequenceState StopIdState(const Sequence& s, int32_t id, const std::vector<int32_t>& eos_ids) {
+  if (!s.stop.ignore_eos && std::find(eos_ids.begin(), eos_ids.end(), id) != eos_ids.end()) {
+    return SequenceState::kFinishedEos;
+  }
   const auto& ids = s.stop.stop_token_ids;
   if (std::find(ids.begin(), ids.end(), id) != ids.end()) return SequenceState::kFinishedStopToken;
   return SequenceState::kRunning;
@@ -55,7 +57,9 @@ absl::Status SchedulerConfig::Validate() const {
   }
   if (max_waiting < 1) return Bad("max_waiting", ">= 1", max_waiting);
   if (max_context < 1) return Bad("max_context", ">= 1", max_context);
-  if (eos_id < -1) return Bad("eos_id", ">= -1", eos_id);
+  for (int32_t id : eos_ids) {
+    if (id < 0) return Bad("eos_ids", ">= 0", id);
+  }
   if (step_policy != StepPolicy::kMixed && step_policy != StepPolicy::kSeparate) {
     return Bad("step_policy", "mixed or separate", static_cast<int64_t>(step_policy));
   }
@@ -122,7 +126,7 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::Update(const SchedulePlan& pla
     const int32_t id = sampled[next++];
     if (s.times.first_token == absl::InfinitePast()) s.times.first_token = now;
     s.times.last_token = now;
-    SequenceState end = StopIdState(s, id, config_.eos_id);
+    SequenceState end = StopIdState(s, id, config_.eos_ids);
     if (end == SequenceState::kRunning) {
       s.generated.push_back(id);
       if (static_cast<int32_t>(s.generated.size()) >= s.stop.max_tokens || s.num_tokens() >= config_.max_context) {

@@ -97,7 +97,8 @@ struct SchedulerConfig {
   int32_t max_prefill_chunk = 512;   // prompt tokens per sequence per step, 1..max_batched_tokens
   int32_t max_waiting = 1024;        // queued, never-scheduled requests beyond which Add refuses
   int32_t max_context = 0;           // model context: prompt + max_tokens must fit, >= 1
-  int32_t eos_id = -1;               // the model's EOS id (-1: none)
+  std::vector<int32_t> eos_ids;      // ids that end generation as EOS (the model's end of
+                                     // text / turn / message ids; empty: none), each >= 0
   StepPolicy step_policy = StepPolicy::kMixed;
   int32_t max_decode_stall = 4;      // kSeparate: at most this many prefill steps in a row
                                      // while sequences wait to decode, >= 1

@@ -14,6 +14,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # Tests: independent Python reference
   python3-numpy
+  # Tests: the reference chat-template renderer (python3-jinja2), llmctl chat on a terminal (tmux)
+  python3-jinja2 tmux
   # Tests: promtool (check metrics, check/test rules) and a real Prometheus server
   prometheus
   # examples/python (gRPC client; its stubs come from protoc + grpc_python_plugin)

@@ -53,11 +53,8 @@ GenerateReactor* GenerateReactor::Start(grpc::CallbackServerContext* ctx, const 
   llmserve::v1::GenerateRequest req;
   absl::Status status = ParseRequest(request, &req);
   if (status.ok()) {
-    RequestLimits limits;
-    limits.vocab_size = deps.engine->model().vocab_size();
-    limits.max_context = deps.engine->config().scheduler.max_context;
     absl::StatusOr<EngineRequest> er =
-        ToEngineRequest(req, *deps.tokenizer, limits, absl::StrCat("req-", request_number));
+        ToEngineRequest(req, *deps.tokenizer, *deps.limits, absl::StrCat("req-", request_number));
     status = er.status();
     if (status.ok()) {
       er->deadline = CallDeadline(*ctx);

@@ -30,6 +30,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine.h"
 #include "server/metrics.h"
+#include "server/request_convert.h"
 #include "server/stream_pump.h"
 
 namespace llmserve {
@@ -40,6 +41,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
   struct Deps {
     Engine* engine;
     const Tokenizer* tokenizer;
+    const RequestLimits* limits;         // vocabulary, context and sampling defaults
     std::atomic<int64_t>* open_streams;  // incremented for the reactor's lifetime
     Metrics* metrics = nullptr;          // counts refusals at the door; may be null
     // Runs the notifier's pumps off the engine thread; null: pump on the notifying thread.

@@ -14,13 +14,18 @@
 namespace llmserve {
 
 LlmService::LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info, Metrics* metrics)
-    : engine_(engine), tokenizer_(tokenizer), info_(std::move(info)), metrics_(metrics) {}
+    : engine_(engine), tokenizer_(tokenizer), info_(std::move(info)), metrics_(metrics) {
+  limits_.vocab_size = engine_.model().vocab_size();
+  limits_.max_context = engine_.config().scheduler.max_context;
+  limits_.sampling_defaults = DefaultSamplingParams(info_.config.generation);
+  limits_.chat = info_.chat;
+}
 
 LlmService::~LlmService() { pump_->Stop(); }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* LlmService::Generate(grpc::CallbackServerContext* ctx,
                                                                  const grpc::ByteBuffer* request) {
-  GenerateReactor::Deps deps{&engine_, &tokenizer_, &open_streams_, metrics_, pump_};
+  GenerateReactor::Deps deps{&engine_, &tokenizer_, &limits_, &open_streams_, metrics_, pump_};
   return GenerateReactor::Start(ctx, *request, deps, next_request_number_.fetch_add(1));
 }
 
@@ -32,6 +37,25 @@ grpc::ServerUnaryReactor* LlmService::Tokenize(grpc::CallbackServerContext* ctx,
   absl::Status s = ParseRequest(*request, &req);
   if (s.ok()) s = FillTokenize(req, tokenizer_, &resp);
   if (s.ok()) s = SerializeResponse(resp, response);
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LlmService::ApplyChatTemplate(grpc::CallbackServerContext* ctx,
+                                                        const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  llmserve::v1::ApplyChatTemplateRequest req;
+  absl::Status s = ParseRequest(*request, &req);
+  if (s.ok()) {
+    absl::StatusOr<RenderedChat> rendered = RenderChat(req.chat(), limits_.chat, limits_.vocab_size);
+    s = rendered.status();
+    if (s.ok()) {
+      llmserve::v1::ApplyChatTemplateResponse resp;
+      resp.set_text(std::move(rendered->text));
+      resp.mutable_ids()->Add(rendered->ids.begin(), rendered->ids.end());
+      s = SerializeResponse(resp, response);
+    }
+  }
   reactor->Finish(ToGrpcStatus(s));
   return reactor;
 }
@@ -64,6 +88,22 @@ grpc::ServerUnaryReactor* LlmService::GetModelInfo(grpc::CallbackServerContext* 
   response->set_hidden_size(static_cast<int32_t>(c.hidden_size));
   response->set_num_heads(static_cast<int32_t>(c.num_heads));
   response->set_num_kv_heads(static_cast<int32_t>(c.num_kv_heads));
+  response->set_chat_template_source(info_.chat_template_source);
+  const auto& eos = engine_.config().scheduler.eos_ids;
+  response->mutable_eos_ids()->Add(eos.begin(), eos.end());
+  const SamplingParams& d = limits_.sampling_defaults;
+  llmserve::v1::SamplingDefaults* sd = response->mutable_sampling_defaults();
+  sd->set_temperature(d.temperature);
+  sd->set_top_k(d.top_k);
+  sd->set_top_p(d.top_p);
+  sd->set_min_p(d.min_p);
+  sd->set_repetition_penalty(d.repetition_penalty);
+  const GenerationDefaults& g = c.generation;
+  for (auto [name, set] : {std::pair{"temperature", g.temperature.has_value()}, std::pair{"top_k", g.top_k.has_value()},
+                           std::pair{"top_p", g.top_p.has_value()}, std::pair{"min_p", g.min_p.has_value()},
+                           std::pair{"repetition_penalty", g.repetition_penalty.has_value()}}) {
+    if (set) sd->add_from_model(name);
+  }
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -24,10 +24,12 @@
 #include "absl/time/time.h"
 #include "llmserve/v1/llmserve.grpc.pb.h"
 #include "model/dtype.h"
+#include "model/chat/chat_prompt.h"
 #include "model/model_config.h"
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine.h"
 #include "server/metrics.h"
+#include "server/request_convert.h"
 #include "server/stream_pump.h"
 
 namespace llmserve {
@@ -40,14 +42,20 @@ struct ServiceInfo {
   std::string weight_dtype = "f32";  // the linear layers' formats: "bf16", "Q4_K+Q6_K", "Q8_0", ...
   DType kv_dtype = DType::kF32;
   std::string version;          // llmserve version string
+  const ChatPrompter* chat = nullptr;  // renders chat inputs (owned by ModelSetup); null: none
+  std::string chat_template_source;    // where its template came from ("" : none)
   absl::Time start_time = absl::Now();
 };
 
 // Thread-safe (gRPC threads). The engine, tokenizer and metrics (may be null; counts
 // Generate calls refused at the door) must outlive the service.
-class LlmService final
-    : public llmserve::v1::LlmService::WithRawCallbackMethod_Generate<
-          llmserve::v1::LlmService::WithRawCallbackMethod_Tokenize<llmserve::v1::LlmService::CallbackService>> {
+// The generated service with Generate, Tokenize and ApplyChatTemplate raw (their requests
+// are parsed by ParseRequest, which names a field holding invalid UTF-8).
+using LlmServiceBase = llmserve::v1::LlmService::WithRawCallbackMethod_Generate<
+    llmserve::v1::LlmService::WithRawCallbackMethod_Tokenize<llmserve::v1::LlmService::WithRawCallbackMethod_ApplyChatTemplate<
+        llmserve::v1::LlmService::CallbackService>>>;
+
+class LlmService final : public LlmServiceBase {
  public:
   LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo info, Metrics* metrics = nullptr);
   ~LlmService() override;
@@ -58,6 +66,9 @@ class LlmService final
   // Raw: TokenizeRequest in, TokenizeResponse out.
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
+  // Raw: ApplyChatTemplateRequest in, ApplyChatTemplateResponse out.
+  grpc::ServerUnaryReactor* ApplyChatTemplate(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                              grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* ctx, const llmserve::v1::DetokenizeRequest* request,
                                        llmserve::v1::DetokenizeResponse* response) override;
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* ctx,
@@ -74,6 +85,7 @@ class LlmService final
   Engine& engine_;
   const Tokenizer& tokenizer_;
   const ServiceInfo info_;
+  RequestLimits limits_;  // set by the constructor, then read-only
   Metrics* const metrics_;
   std::atomic<int64_t> open_streams_{0};
   std::atomic<int64_t> next_request_number_{1};

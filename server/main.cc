@@ -25,6 +25,8 @@ ABSL_FLAG(std::string, model, "",
           "(random weights, meaningless text)");
 ABSL_FLAG(std::string, tokenizer, "", "tokenizer file or directory; empty = the model's own (llama2.c needs one)");
 ABSL_FLAG(std::string, model_name, "", "name GetModelInfo reports; empty = from the model path");
+ABSL_FLAG(std::string, chat_template, "",
+          "Jinja chat template file for chat inputs; empty = the model's own (tokenizer_config.json, GGUF)");
 ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on");
 ABSL_FLAG(int32_t, port, 50051, "gRPC port (0 = any free port, logged)");
 ABSL_FLAG(int32_t, metrics_port, 9400, "Prometheus metrics port (GET /metrics on --host; 0 = off)");
@@ -71,7 +73,7 @@ using llmserve::ServerConfig;
 // Flag names (as defined, with underscores) in --help order, with group headings ("#...").
 const std::vector<std::string>& FlagOrder() {
   static const std::vector<std::string> order = {
-      "#model", "model", "tokenizer", "model_name", "weight_dtype", "kv_dtype", "threads",
+      "#model", "model", "tokenizer", "model_name", "chat_template", "weight_dtype", "kv_dtype", "threads",
       "#network", "host", "port", "metrics_port", "metrics_prefix",
       "#engine", "kv_cache_bytes", "kv_blocks", "block_size", "max_running", "max_batched_tokens",
       "max_prefill_chunk", "max_waiting", "step_policy", "max_decode_stall",
@@ -149,6 +151,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.model_path = absl::GetFlag(FLAGS_model);
   c.tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
   c.model_name = absl::GetFlag(FLAGS_model_name);
+  c.chat_template_path = absl::GetFlag(FLAGS_chat_template);
   c.host = absl::GetFlag(FLAGS_host);
   c.port = absl::GetFlag(FLAGS_port);
   c.metrics_port = absl::GetFlag(FLAGS_metrics_port);

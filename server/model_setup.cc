@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/kv_cache.h"
+#include "model/end_of_generation.h"
 #include "model/model_loader.h"
 #include "model/ops/small_gemm.h"
 #include "model/runtime_config.h"
@@ -15,6 +16,7 @@
 #include "model/transformer.h"
 #include "scheduler/engine_model.h"
 #include "scheduler/piggyback_calibration.h"
+#include "server/chat_setup.h"
 #include "server/demo_model.h"
 
 namespace llmserve {
@@ -153,7 +155,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   sc.max_prefill_chunk = config.max_prefill_chunk > 0 ? config.max_prefill_chunk : config.max_batched_tokens;
   sc.max_waiting = config.max_waiting;
   sc.max_context = static_cast<int32_t>(model_config.context_length);
-  sc.eos_id = model_config.eos_id >= 0 ? model_config.eos_id : out.tokenizer->eos_id();
+  sc.eos_ids = EndOfGenerationIds(model_config, *out.tokenizer);
   sc.step_policy = config.step_policy;
   sc.max_decode_stall = config.max_decode_stall;
   sc.prefill_spread_steps = config.prefill_spread_steps;
@@ -170,7 +172,13 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   if (!engine.ok()) return Prefixed(engine.status(), "cannot start the engine");
   out.engine = *std::move(engine);
 
+  auto chat = SetUpChat(config.chat_template_path, model_config.format, *out.tokenizer);
+  if (!chat.ok()) return chat.status();
+  out.chat = std::move(chat->prompter);
+
   ServiceInfo& info = out.info;
+  info.chat = out.chat.get();
+  info.chat_template_source = chat->source;
   info.model_name = ServedModelName(config);
   info.config = model_config;
   info.num_parameters = CountParameters(*loaded->weights);
@@ -185,7 +193,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
       "model %s (%s %s, %s params, %d layers, hidden %d, %d heads / %d KV heads, vocab %d, context %d), "
       "weights %s, KV %s, threads %s; KV cache %d blocks x %d = %d tokens (%.1f MiB); max_running %d, "
       "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, step_policy %s, piggyback %s, "
-      "bf16 small-batch kernel %s; linear layers %s",
+      "bf16 small-batch kernel %s; chat template %s; linear layers %s",
       info.model_name, model_config.format, ArchitectureName(model_config.arch), ParamsString(info.num_parameters),
       model_config.num_layers, model_config.hidden_size, model_config.num_heads, model_config.num_kv_heads,
       model_config.vocab_size, model_config.context_length, weight_format,
@@ -193,7 +201,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
       config.threads > 0 ? absl::StrCat(config.threads) : absl::StrCat("all (", cores, ")"), *num_blocks,
       config.block_size, capacity, static_cast<double>(kv.BytesPerBlock()) * *num_blocks / (1 << 20),
       sc.max_running, sc.max_batched_tokens, sc.max_prefill_chunk, sc.max_waiting, StepPolicyName(sc.step_policy),
-      piggyback, bf16_kernel, linear_layers);
+      piggyback, bf16_kernel, chat->note, linear_layers);
   return out;
 }
 

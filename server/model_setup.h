@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "model/chat/chat_prompt.h"
 #include "model/model_weights.h"
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine.h"
@@ -25,6 +26,7 @@ inline constexpr char kLlmserveVersion[] = "0.1.0";
 
 struct ModelSetup {
   std::unique_ptr<Tokenizer> tokenizer;  // declared before the engine: outlives it
+  std::unique_ptr<ChatPrompter> chat;    // the chat template (null: none); info.chat points here
   std::unique_ptr<Engine> engine;        // created, not started
   ServiceInfo info;                      // for LlmService
   bool demo = false;                     // the built-in demo model

@@ -13,7 +13,7 @@ namespace {
 
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
 
-// The sampling fields; unset ones keep SamplingParams' defaults (the proto's).
+// The sampling fields; unset ones keep what `out` holds (the defaults).
 absl::Status ConvertSampling(const v1::GenerateRequest& r, SamplingParams* out) {
   if (r.has_temperature()) {
     const float t = r.temperature();
@@ -64,9 +64,21 @@ absl::Status ConvertStop(const v1::GenerateRequest& r, int32_t vocab_size, StopC
   return absl::OkStatus();
 }
 
-// The prompt ids: the token list as given, or the text tokenized.
+// An error if any id is outside [0, vocab_size) (a tokenizer larger than the model).
+absl::Status CheckPromptIds(const std::vector<int32_t>& ids, int32_t vocab_size, const char* what) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size) {
+      return Invalid(absl::StrCat(what, " encodes to token ", ids[i], " (position ", i,
+                                  "), outside the model's vocabulary (", vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The prompt ids: the token list as given, the text tokenized, or the conversation rendered.
 absl::StatusOr<std::vector<int32_t>> ConvertInput(const v1::GenerateRequest& r, const Tokenizer& tokenizer,
-                                                  int32_t vocab_size) {
+                                                  const RequestLimits& limits) {
+  const int32_t vocab_size = limits.vocab_size;
   switch (r.input_case()) {
     case v1::GenerateRequest::kTokens: {
       const auto& ids = r.tokens().ids();
@@ -87,19 +99,18 @@ absl::StatusOr<std::vector<int32_t>> ConvertInput(const v1::GenerateRequest& r, 
       absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(text, opts);
       if (!ids.ok()) return Invalid(absl::StrCat("text could not be tokenized: ", ids.status().message()));
       if (ids->empty()) return Invalid("text encodes to no tokens");
-      for (size_t i = 0; i < ids->size(); ++i) {
-        const int32_t id = (*ids)[i];
-        if (id < 0 || id >= vocab_size) {  // a tokenizer larger than the model
-          return Invalid(absl::StrCat("text encodes to token ", id, " (position ", i,
-                                      "), outside the model's vocabulary (", vocab_size, ")"));
-        }
-      }
+      if (absl::Status s = CheckPromptIds(*ids, vocab_size, "text"); !s.ok()) return s;
       return ids;
+    }
+    case v1::GenerateRequest::kChat: {
+      absl::StatusOr<RenderedChat> rendered = RenderChat(r.chat(), limits.chat, vocab_size);
+      if (!rendered.ok()) return rendered.status();
+      return std::move(rendered->ids);
     }
     case v1::GenerateRequest::INPUT_NOT_SET:
       break;
   }
-  return Invalid("input is required: set text or tokens");
+  return Invalid("input is required: set text, tokens or chat");
 }
 
 }  // namespace
@@ -113,12 +124,13 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const v1::GenerateRequest& request
   }
   out.request_id = request.request_id().empty() ? std::string(fallback_id) : request.request_id();
   if (request.input_case() == v1::GenerateRequest::INPUT_NOT_SET) {
-    return Invalid("input is required: set text or tokens");
+    return Invalid("input is required: set text, tokens or chat");
   }
   // Cheap checks before tokenizing.
+  out.sampling = limits.sampling_defaults;
   if (absl::Status s = ConvertSampling(request, &out.sampling); !s.ok()) return s;
   if (absl::Status s = ConvertStop(request, limits.vocab_size, &out.stop); !s.ok()) return s;
-  absl::StatusOr<std::vector<int32_t>> prompt = ConvertInput(request, tokenizer, limits.vocab_size);
+  absl::StatusOr<std::vector<int32_t>> prompt = ConvertInput(request, tokenizer, limits);
   if (!prompt.ok()) return prompt.status();
   out.prompt = *std::move(prompt);
 
@@ -139,6 +151,40 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const v1::GenerateRequest& request
   }
   // A backstop: the engine's own rules (same ranges as above).
   if (absl::Status s = out.stop.Validate(limits.vocab_size); !s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<RenderedChat> RenderChat(const v1::ChatInput& input, const ChatPrompter* chat, int32_t vocab_size) {
+  if (chat == nullptr) {
+    return absl::FailedPreconditionError(
+        "the model has no chat template: give the server one with --chat-template FILE, or send text");
+  }
+  if (input.messages().empty()) return Invalid("chat.messages must be non-empty");
+  if (input.messages_size() > kMaxChatMessages) {
+    return Invalid(absl::StrCat("chat.messages must have at most ", kMaxChatMessages, " entries, got ",
+                                input.messages_size()));
+  }
+  ChatConversation c;
+  c.add_generation_prompt = !input.has_add_generation_prompt() || input.add_generation_prompt();
+  c.tools_json = input.tools_json();
+  if (!utf8::IsValid(c.tools_json)) return Invalid("chat.tools_json must be valid UTF-8");
+  for (int i = 0; i < input.messages_size(); ++i) {
+    const v1::ChatMessage& m = input.messages(i);
+    if (m.role().empty()) return Invalid(absl::StrCat("chat.messages[", i, "].role must be non-empty"));
+    if (!utf8::IsValid(m.role()) || !utf8::IsValid(m.content())) {
+      return Invalid(absl::StrCat("chat.messages[", i, "] must be valid UTF-8"));
+    }
+    c.messages.push_back({m.role(), m.content()});
+  }
+  RenderedChat out;
+  absl::StatusOr<std::string> text = chat->Render(c);
+  if (!text.ok()) return text.status();
+  out.text = *std::move(text);
+  absl::StatusOr<std::vector<int32_t>> ids = chat->Encode(out.text);
+  if (!ids.ok()) return Invalid(absl::StrCat("the rendered chat could not be tokenized: ", ids.status().message()));
+  if (ids->empty()) return Invalid("the rendered chat encodes to no tokens");
+  if (absl::Status s = CheckPromptIds(*ids, vocab_size, "the rendered chat"); !s.ok()) return s;
+  out.ids = *std::move(ids);
   return out;
 }
 

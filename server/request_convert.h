@@ -2,7 +2,8 @@
 // engine's types. Pure functions, no gRPC calls; every refusal is INVALID_ARGUMENT whose
 // message names the proto field and what it must be ("top_p must be in (0, 1], got 1.5").
 //
-//   GenerateRequest ──ToEngineRequest──▶ EngineRequest   (check fields, tokenize, defaults)
+//   GenerateRequest ──ToEngineRequest──▶ EngineRequest   (check fields, tokenize or render
+//                                                          the chat template, defaults)
 //   GenerationDelta ──ToChunk──────────▶ Chunk
 //   GenerationFinal ──ToFinal──────────▶ Final            (+ FinalCallStatus: how the call ends)
 #pragma once
@@ -15,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "llmserve/v1/llmserve.pb.h"
+#include "model/chat/chat_prompt.h"
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine.h"
 #include "scheduler/request_channel.h"
@@ -27,12 +29,28 @@ inline constexpr float kMaxTemperature = 100.0f;    // GenerateRequest.temperatu
 inline constexpr int32_t kDefaultMaxTokens = 256;   // GenerateRequest.max_tokens when unset
 inline constexpr size_t kMaxStopStrings = 16;       // GenerateRequest.stop entries
 inline constexpr size_t kMaxStopStringBytes = 256;  // bytes per GenerateRequest.stop entry
+inline constexpr int kMaxChatMessages = 1024;       // ChatInput.messages entries
 
 // What a request is checked against (the engine's model and scheduler).
 struct RequestLimits {
   int32_t vocab_size = 0;   // prompt and stop ids must be in [0, vocab_size)
   int32_t max_context = 0;  // prompt + max_tokens must be <= max_context
+  SamplingParams sampling_defaults;  // what unset sampling fields take (the model's own defaults)
+  const ChatPrompter* chat = nullptr;  // renders chat inputs; null: the model has no chat template
 };
+
+// A chat input's prompt: the rendered text and its ids.
+struct RenderedChat {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+// Checks a chat input (messages non-empty, at most kMaxChatMessages, roles non-empty,
+// roles and contents valid UTF-8), renders it with `chat` and tokenizes the result.
+// FAILED_PRECONDITION when `chat` is null; INVALID_ARGUMENT for bad fields, a template
+// that raises, or a prompt with no tokens.
+absl::StatusOr<RenderedChat> RenderChat(const llmserve::v1::ChatInput& input, const ChatPrompter* chat,
+                                        int32_t vocab_size);
 
 // Validates `request`, tokenizes its text, applies the proto's defaults. An unset
 // max_tokens is 256 or, if less, what the context leaves after the prompt. An empty

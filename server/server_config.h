@@ -29,6 +29,7 @@ struct ServerConfig {
   std::string model_path;          // llama2.c .bin, .gguf or HF directory; "" = built-in demo model
   std::string tokenizer_path;      // "" = the model's own (required for llama2.c checkpoints)
   std::string model_name;          // reported by GetModelInfo; "" = from the path ("demo" for the demo)
+  std::string chat_template_path;  // --chat-template: a Jinja file overriding the model's own ("" = the model's)
 
   // Network.
   std::string host = "0.0.0.0";    // address to listen on (IPv4, IPv6 or a name)

@@ -32,6 +32,12 @@ grpc::ServerUnaryReactor* ServiceGate::Tokenize(grpc::CallbackServerContext* ctx
   return Refuse(ctx);
 }
 
+grpc::ServerUnaryReactor* ServiceGate::ApplyChatTemplate(grpc::CallbackServerContext* ctx,
+                                                         const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  if (auto* t = target_.load()) return t->ApplyChatTemplate(ctx, request, response);
+  return Refuse(ctx);
+}
+
 grpc::ServerUnaryReactor* ServiceGate::Detokenize(grpc::CallbackServerContext* ctx,
                                                   const llmserve::v1::DetokenizeRequest* request,
                                                   llmserve::v1::DetokenizeResponse* response) {

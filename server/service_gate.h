@@ -15,10 +15,7 @@
 
 namespace llmserve {
 
-// The generated base LlmService derives from (Generate and Tokenize raw): the gate must
-// register the same method kinds.
-using LlmServiceBase = llmserve::v1::LlmService::WithRawCallbackMethod_Generate<
-    llmserve::v1::LlmService::WithRawCallbackMethod_Tokenize<llmserve::v1::LlmService::CallbackService>>;
+// The gate derives from LlmService's own base, so it registers the same method kinds.
 static_assert(std::is_base_of_v<LlmServiceBase, LlmService>, "ServiceGate must mirror LlmService's base");
 
 // Thread-safe (gRPC threads).
@@ -32,6 +29,8 @@ class ServiceGate final : public LlmServiceBase {
                                                        const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ApplyChatTemplate(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                              grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* ctx, const llmserve::v1::DetokenizeRequest* request,
                                        llmserve::v1::DetokenizeResponse* response) override;
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* ctx,

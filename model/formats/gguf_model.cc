@@ -190,6 +190,18 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& g) {
     }
     *out = static_cast<int32_t>(id);
   }
+  // End of generation: EOS, and the end-of-turn / end-of-message ids of instruct models
+  // (llama.cpp's eog set: Llama 3's <|eot_id|> and <|eom_id|>, ...).
+  for (const char* name : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                           "tokenizer.ggml.eom_token_id"}) {
+    GGUF_ASSIGN_OR_RETURN(const int64_t id, g.GetIntOr(name, -1));
+    if (id < -1 || id >= c.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(g.path(), ": ", name, " ", id, " outside the vocabulary of ",
+                                                     c.vocab_size));
+    }
+    const int32_t id32 = static_cast<int32_t>(id);
+    if (id >= 0 && std::find(c.eos_ids.begin(), c.eos_ids.end(), id32) == c.eos_ids.end()) c.eos_ids.push_back(id32);
+  }
   return c;
 }
 

@@ -140,6 +140,9 @@ absl::StatusOr<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& g) {
   auto add_bos = g.GetBoolOr("tokenizer.ggml.add_bos_token", spm || spec.ignore_merges);
   if (!add_bos.ok()) return add_bos.status();
   spec.add_bos = *add_bos;
+  auto chat_template = g.GetStringOr("tokenizer.chat_template", "");
+  if (!chat_template.ok()) return chat_template.status();
+  spec.chat_template = *std::move(chat_template);
   return spec;
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "model/formats/hf_generation_config.h"
 #include "model/mapped_file.h"
 #include "nlohmann/json.hpp"
 
@@ -270,6 +271,11 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& path) {
         "\" is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel)"));
   }
   if (!s.ok()) return s;
+  if (const json* eos = r.Get("eos_token_id")) {  // Llama 3 Instruct: [end_of_text, eom, eot]
+    absl::StatusOr<std::vector<int32_t>> ids = TokenIdList(*eos, absl::StrCat(path, ": config key \"eos_token_id\""));
+    if (!ids.ok()) return ids.status();
+    AppendUniqueIds(*ids, &c.eos_ids);
+  }
   if (s = c.Validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
   return c;
 }

@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "model/checked_math.h"
 #include "model/formats/hf_config.h"
+#include "model/formats/hf_generation_config.h"
 #include "model/formats/safetensors_file.h"
 #include "nlohmann/json.hpp"
 
@@ -162,6 +163,10 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadHfModel(const std::string& dir
   const std::filesystem::path dir(dir_str);
   auto config = ParseHfConfig((dir / "config.json").string());
   if (!config.ok()) return config.status();
+  if (absl::Status s = ReadGenerationConfig((dir / "generation_config.json").string(), &*config); !s.ok()) return s;
+  if (absl::Status s = config->Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat((dir / "generation_config.json").string(), ": ", s.message()));
+  }
   auto weights = std::make_unique<ModelWeights>();
   weights->config = *std::move(config);
 

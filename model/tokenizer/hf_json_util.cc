@@ -63,6 +63,28 @@ absl::StatusOr<TokenizerConfig> ReadTokenizerConfig(const std::string& dir) {
   config.eos_token = TokenName(cfg, "eos_token");
   config.unk_token = TokenName(cfg, "unk_token");
   config.pad_token = TokenName(cfg, "pad_token");
+  if (auto it = cfg.find("chat_template"); it != cfg.end() && !it->is_null()) {
+    if (it->is_string()) {
+      config.chat_template = it->get<std::string>();
+    } else if (it->is_array()) {  // [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
+      for (const json& named : *it) {
+        auto name = named.is_object() ? named.find("name") : named.end();
+        auto tmpl = named.is_object() ? named.find("template") : named.end();
+        if (name == named.end() || tmpl == named.end() || !name->is_string() || !tmpl->is_string()) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ": chat_template list entries need string name and template"));
+        }
+        if (name->get<std::string>() == "default") config.chat_template = tmpl->get<std::string>();
+      }
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": chat_template is neither a string nor a list"));
+    }
+  }
+  const std::string jinja = (std::filesystem::path(dir) / "chat_template.jinja").string();
+  if (std::filesystem::is_regular_file(jinja, ec)) {
+    auto tmpl = ReadFile(jinja);
+    if (!tmpl.ok()) return tmpl.status();
+    config.chat_template = *std::move(tmpl);
+  }
   if (auto it = cfg.find("added_tokens_decoder"); it != cfg.end() && !it->is_null()) {
     if (!it->is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": added_tokens_decoder is not an object"));
     for (const auto& [key, value] : it->items()) {
@@ -126,6 +148,7 @@ void ApplyConfigSpecials(const TokenizerConfig& config, TokenizerSpec* spec) {
   if (config.eos_token) spec->eos_id = FindToken(*spec, *config.eos_token);
   if (config.unk_token) spec->unk_id = FindToken(*spec, *config.unk_token);
   if (config.pad_token) spec->pad_id = FindToken(*spec, *config.pad_token);
+  if (!config.chat_template.empty()) spec->chat_template = config.chat_template;
 }
 
 }  // namespace llmserve::hfjson

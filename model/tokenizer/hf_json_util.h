@@ -40,10 +40,13 @@ struct TokenizerConfig {
   std::optional<std::string> unk_token;
   std::optional<std::string> pad_token;
   std::vector<AddedToken> added_tokens;  // added_tokens_decoder
+  std::string chat_template;             // chat_template.jinja, else chat_template ("" if none)
 };
 
 // Reads `dir`/tokenizer_config.json; present=false if there is none. INVALID_ARGUMENT
-// (naming the file) if it exists but is malformed.
+// (naming the file) if it exists but is malformed. The chat template is `dir`/chat_template.jinja
+// when that exists (newer transformers save it there), else the config's chat_template:
+// a string, or a list of {name, template} of which "default" is taken.
 absl::StatusOr<TokenizerConfig> ReadTokenizerConfig(const std::string& dir);
 
 // The placeholder piece for an id no vocabulary entry names (as llama.cpp's converter).
@@ -61,7 +64,7 @@ absl::Status ApplyAddedTokens(TokenizerSpec* spec, const std::vector<AddedToken>
 // Id of the first token whose piece is `piece`, or -1.
 int32_t FindToken(const TokenizerSpec& spec, const std::string& piece);
 
-// Sets bos/eos/unk/pad ids and add_bos from the config where it names them.
+// Sets bos/eos/unk/pad ids, add_bos and the chat template from the config where it names them.
 void ApplyConfigSpecials(const TokenizerConfig& config, TokenizerSpec* spec);
 
 }  // namespace llmserve::hfjson

@@ -39,6 +39,9 @@ struct TokenizerSpec {
   int32_t unk_id = -1;
   int32_t pad_id = -1;
   bool add_bos = false;               // the model's default for "add BOS" (e.g. Llama 2: true)
+  // The model's Jinja chat template (tokenizer_config.json's chat_template or a
+  // chat_template.jinja beside it; GGUF tokenizer.chat_template); empty: none.
+  std::string chat_template;
 
   // SentencePiece only.
   bool add_space_prefix = true;       // prepend "▁" to the text (and strip one leading space on decode)

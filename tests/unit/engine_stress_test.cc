@@ -40,7 +40,7 @@ EngineConfig StressConfig() {
   c.scheduler.max_batched_tokens = 64;
   c.scheduler.max_prefill_chunk = 16;
   c.scheduler.max_waiting = kRequests;
-  c.scheduler.eos_id = kEos;
+  c.scheduler.eos_ids = {kEos};
   c.channel_capacity = 4;
   return c;
 }

@@ -205,7 +205,7 @@ TEST(EngineTest, StopTokensAndEos) {
     EXPECT_EQ(g.ids, expect);
   }
   EngineConfig c = SmallConfig();
-  c.scheduler.eos_id = stop_id;
+  c.scheduler.eos_ids = {stop_id};
   Harness h(c);
   h.engine->Start();
   CollectedGeneration eos = Collect(MustSubmit(*h.engine, Greedy(prompt, 20)));

@@ -113,6 +113,22 @@ TEST(GgufModelTest, TiedEmbeddingsWhenOutputAbsent) {
   EXPECT_EQ((*w)->Find("output.weight"), nullptr);
 }
 
+TEST(GgufModelTest, EndOfTurnAndMessageIdsEndGeneration) {
+  GgufWriter w = TinyLlamaWriter();
+  w.U32("tokenizer.ggml.eot_token_id", 10);
+  w.U32("tokenizer.ggml.eom_token_id", 2);  // the same as EOS: listed once
+  auto m = LoadGgufModel(WriteFile(w, "eot.gguf"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->config.eos_id, 2);
+  EXPECT_EQ((*m)->config.eos_ids, (std::vector<int32_t>{2, 10}));
+
+  GgufWriter bad = TinyLlamaWriter();
+  bad.U32("tokenizer.ggml.eot_token_id", 12);  // the vocabulary has 12 tokens
+  const absl::Status s = LoadGgufModel(WriteFile(bad, "eot_bad.gguf")).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("eot_token_id"), std::string::npos) << s;
+}
+
 TEST(GgufModelTest, VocabSizeFallsBackToEmbeddingRows) {
   TinyLlamaOptions o;
   o.tokenizer = false;

@@ -255,6 +255,8 @@ TEST(GgufTokenizerTest, LlamaCppVocabFiles) {
     EXPECT_EQ(spec->bos_id, f.bos);
     EXPECT_EQ(spec->eos_id, f.eos);
     EXPECT_EQ(spec->add_bos, f.add_bos);
+    // Of these files only phi-3's carries tokenizer.chat_template.
+    EXPECT_EQ(spec->chat_template.find("<|assistant|>") != std::string::npos, std::string(f.file) == "phi-3");
     if (f.kind == TokenizerKind::kByteLevelBpe) {
       EXPECT_EQ(spec->pretokenizer, f.pretokenizer);
       EXPECT_TRUE(spec->scores.empty());

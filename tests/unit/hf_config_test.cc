@@ -1,6 +1,7 @@
 #include "model/formats/hf_config.h"
 
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -71,7 +72,7 @@ TEST(HfConfigTest, LlamaDefaultsAndOptionalKeys) {
   for (const char* k : {"num_key_value_heads", "rope_theta", "tie_word_embeddings", "bos_token_id", "rope_scaling"}) {
     j.erase(k);
   }
-  j["eos_token_id"] = {128001, 128008, 128009};  // Llama 3.1 style list: the first one counts
+  j["eos_token_id"] = {128001, 128008, 128009};  // Llama 3.1 style list: each ends generation
   j["head_dim"] = 16;                              // explicit, != hidden / heads
   j["attention_bias"] = true;
   j["mlp_bias"] = true;
@@ -85,6 +86,7 @@ TEST(HfConfigTest, LlamaDefaultsAndOptionalKeys) {
   EXPECT_FALSE(c->tied_embeddings);
   EXPECT_EQ(c->bos_id, -1);
   EXPECT_EQ(c->eos_id, 128001);
+  EXPECT_EQ(c->eos_ids, (std::vector<int32_t>{128001, 128008, 128009}));
   EXPECT_TRUE(c->qkv_bias);
   EXPECT_TRUE(c->out_bias);
   EXPECT_TRUE(c->mlp_bias);

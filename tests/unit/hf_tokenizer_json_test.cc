@@ -77,6 +77,8 @@ TEST(HfTokenizerJsonTest, Phi3AndMistral) {
   EXPECT_FALSE(spec->add_bos);                          // add_bos_token: false
   EXPECT_EQ(spec->eos_id, 32000);                       // eos_token: <|endoftext|>
   EXPECT_EQ(spec->bos_id, 1);
+  EXPECT_NE(spec->chat_template.find("'<|user|>\n' + message['content'] + '<|end|>\n'"), std::string::npos)
+      << spec->chat_template;
   auto m = TokenizerSpecFromHfJson(mistral);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->tokens.size(), 32000u);

@@ -46,7 +46,7 @@ EngineConfig FakeConfig() {
   c.scheduler.max_batched_tokens = 64;
   c.scheduler.max_prefill_chunk = 32;
   c.scheduler.max_waiting = 128;
-  c.scheduler.eos_id = 2;  // MakeTinyTokenizer's </s>
+  c.scheduler.eos_ids = {2};  // MakeTinyTokenizer's </s>
   c.channel_capacity = 8;
   return c;
 }

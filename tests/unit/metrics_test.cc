@@ -77,7 +77,7 @@ struct Rig {
     c.scheduler.max_batched_tokens = 32;
     c.scheduler.max_prefill_chunk = 16;
     c.scheduler.max_waiting = 64;
-    c.scheduler.eos_id = -1;
+    c.scheduler.eos_ids = {};
     c.clock = [this] { return clock.Now(); };
     auto e = Engine::Create(c, std::make_unique<ClockedModel>(std::make_unique<FakeEngineModel>(opts, state), &clock,
                                                            [](const ForwardBatch&) { return kForward; }),

@@ -29,7 +29,7 @@ TEST(ModelSetupTest, NoModelPathBuildsTheDemoModel) {
   EXPECT_EQ(setup->info.version, kLlmserveVersion);
   ASSERT_NE(setup->engine, nullptr);
   EXPECT_EQ(setup->engine->config().scheduler.num_blocks, 32);
-  EXPECT_EQ(setup->engine->config().scheduler.eos_id, 257);
+  EXPECT_EQ(setup->engine->config().scheduler.eos_ids, std::vector<int32_t>{257});
   EXPECT_EQ(setup->engine->config().scheduler.max_context, 2048);
   EXPECT_NE(setup->summary.find("32 blocks x 16 = 512 tokens"), std::string::npos) << setup->summary;
 }
@@ -128,7 +128,7 @@ TEST(ModelSetupTest, Stories260KWithItsTokenizer) {
   EXPECT_GT(setup->info.num_parameters, 200'000);
   EXPECT_LT(setup->info.num_parameters, 300'000);
   EXPECT_EQ(setup->tokenizer->vocab_size(), 512);
-  EXPECT_EQ(setup->engine->config().scheduler.eos_id, 2);
+  EXPECT_EQ(setup->engine->config().scheduler.eos_ids, std::vector<int32_t>{2});
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 INSTANTIATE_TEST_SUITE_P(
     Table, InvalidRequestTest,
     ::testing::Values(
-        InvalidCase{"no_input", [](v1::GenerateRequest& r) { r.clear_input(); }, "input is required: set text or tokens"},
+        InvalidCase{"no_input", [](v1::GenerateRequest& r) { r.clear_input(); }, "input is required: set text, tokens or chat"},
         InvalidCase{"empty_text", [](v1::GenerateRequest& r) { r.set_text(""); }, "text must be non-empty"},
         InvalidCase{"bad_utf8_text", [](v1::GenerateRequest& r) { r.set_text("ab\xC3"); }, "text must be valid UTF-8"},
         InvalidCase{"empty_tokens", [](v1::GenerateRequest& r) { r.mutable_tokens(); }, "tokens.ids must be non-empty"},

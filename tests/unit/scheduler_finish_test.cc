@@ -10,11 +10,11 @@
 namespace llmserve {
 namespace {
 
-using ::llmserve::testing::AvoidingPick;
 using ::llmserve::testing::PickFn;
 using ::llmserve::testing::SchedulerHarness;
 
 constexpr int32_t kEos = 2;
+constexpr int32_t kEot = 9;  // a second end-of-generation id (an instruct model's end of turn)
 constexpr int32_t kVocab = 1000;
 
 SchedulerConfig Cfg(int32_t bs = 4, int32_t blocks = 32, int32_t max_running = 4, int32_t budget = 16,
@@ -26,18 +26,18 @@ SchedulerConfig Cfg(int32_t bs = 4, int32_t blocks = 32, int32_t max_running = 4
   c.max_batched_tokens = budget;
   c.max_prefill_chunk = chunk;
   c.max_context = 256;
-  c.eos_id = kEos;
+  c.eos_ids = {kEos, kEot};
   c.prefill_spread_steps = 0;  // the plain budget: the plans below count on it
   return c;
 }
 
 // The fake model says `id` once `at` tokens have been generated, an ordinary id otherwise.
 PickFn SayAt(int32_t prompt_len, int32_t at, int32_t id) {
-  PickFn base = AvoidingPick(kVocab, kEos);
   return [=](uint64_t h, const std::vector<int32_t>& prefix) {
     if (static_cast<int32_t>(prefix.size()) == prompt_len + at) return id;
-    const int32_t t = base(h, prefix);
-    return t == id ? (t + 1 == kEos ? t + 2 : t + 1) : t;
+    int32_t t = static_cast<int32_t>(h % static_cast<uint64_t>(kVocab));
+    while (t == id || t == kEos || t == kEot) t = (t + 1) % kVocab;
+    return t;
   };
 }
 
@@ -82,6 +82,8 @@ TEST_P(SchedulerFinishTest, EndsAsSpecified) {
 const FinishCase kFinishCases[] = {
     {"eos", 10, false, {}, 3, kEos, SequenceState::kFinishedEos, 3, false},
     {"eos_first_token", 10, false, {}, 0, kEos, SequenceState::kFinishedEos, 0, false},
+    {"second_eos_id", 10, false, {}, 3, kEot, SequenceState::kFinishedEos, 3, false},
+    {"ignore_eos_covers_every_eos_id", 6, true, {}, 3, kEot, SequenceState::kFinishedLength, 6, true},
     {"ignore_eos_keeps_going", 6, true, {}, 3, kEos, SequenceState::kFinishedLength, 6, true},
     {"ignore_eos_eos_is_output", 4, true, {}, 3, kEos, SequenceState::kFinishedLength, 4, true},
     {"stop_id_not_appended", 10, false, {77, 78}, 2, 78, SequenceState::kFinishedStopToken, 2, false},

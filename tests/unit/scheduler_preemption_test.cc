@@ -59,7 +59,7 @@ RunResult RunWorkload(const SchedulerConfig& cfg, const std::vector<Spec>& specs
   EXPECT_EQ(h.sched().blocks().num_free(), cfg.num_blocks);
   for (const auto& [id, seq] : h.finished()) {
     EXPECT_EQ(seq->state, SequenceState::kFinishedLength) << id;
-    const auto ref = RunReference(seq->prompt, seq->stop, cfg.eos_id, cfg.max_context, h.pick());
+    const auto ref = RunReference(seq->prompt, seq->stop, cfg.eos_ids, cfg.max_context, h.pick());
     EXPECT_EQ(seq->generated, ref.generated) << "sequence " << id << " differs from the unbatched reference";
     r.generated[id] = seq->generated;
   }
@@ -91,7 +91,7 @@ TEST_P(SchedulerPreemptionTest, TinyPoolOutputEqualsHugePool) {
     cfg.max_batched_tokens = tc.budget;
     cfg.max_prefill_chunk = tc.chunk;
     cfg.max_context = kMaxLen;
-    cfg.eos_id = 2;
+    cfg.eos_ids = {2};
     cfg.step_policy = tc.policy;
     cfg.max_decode_stall = 2;
     cfg.num_blocks = 100000;

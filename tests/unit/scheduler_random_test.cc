@@ -43,7 +43,7 @@ SchedulerConfig RandomConfig(std::mt19937& rng) {
   c.max_prefill_chunk = Uniform(rng, 1, c.max_batched_tokens);
   c.max_waiting = Uniform(rng, 1, 20);
   c.max_context = kContext;
-  c.eos_id = 2;
+  c.eos_ids = {2};
   c.step_policy = Uniform(rng, 0, 1) ? StepPolicy::kSeparate : StepPolicy::kMixed;
   c.max_decode_stall = Uniform(rng, 1, 4);
   c.prefill_spread_steps = Uniform(rng, 0, 1) ? 0 : Uniform(rng, 1, 8);
@@ -151,7 +151,7 @@ void RandomRun(uint32_t seed, int num_requests, Coverage& cov) {
   for (const auto& [id, p] : accepted) {
     const Sequence* f = h.Finished(id);
     ASSERT_NE(f, nullptr) << "request " << id << " never finished";
-    const auto ref = RunReference(p.prompt, p.stop, cfg.eos_id, cfg.max_context, h.pick());
+    const auto ref = RunReference(p.prompt, p.stop, cfg.eos_ids, cfg.max_context, h.pick());
     if (aborted.count(id)) {
       ASSERT_LE(f->generated.size(), ref.generated.size()) << id;
       EXPECT_TRUE(std::equal(f->generated.begin(), f->generated.end(), ref.generated.begin())) << id;

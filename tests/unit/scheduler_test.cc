@@ -26,7 +26,7 @@ SchedulerConfig Cfg(int32_t bs, int32_t blocks, int32_t max_running, int32_t bud
   c.max_batched_tokens = budget;
   c.max_prefill_chunk = chunk;
   c.max_context = 4096;
-  c.eos_id = 2;
+  c.eos_ids = {2};
   c.step_policy = policy;
   c.max_decode_stall = stall;
   c.prefill_spread_steps = 0;  // the plain budget; spreading has its own tests
@@ -64,7 +64,7 @@ TEST(SchedulerConfigTest, ValidateNamesTheBadField) {
       {"max_prefill_chunk", [](SchedulerConfig& c) { c.max_prefill_chunk = c.max_batched_tokens + 1; }},
       {"max_waiting", [](SchedulerConfig& c) { c.max_waiting = 0; }},
       {"max_context", [](SchedulerConfig& c) { c.max_context = 0; }},
-      {"eos_id", [](SchedulerConfig& c) { c.eos_id = -2; }},
+      {"eos_ids", [](SchedulerConfig& c) { c.eos_ids = {2, -2}; }},
       {"step_policy", [](SchedulerConfig& c) { c.step_policy = static_cast<StepPolicy>(7); }},
       {"max_decode_stall", [](SchedulerConfig& c) { c.max_decode_stall = 0; }},
       {"prefill_spread_steps", [](SchedulerConfig& c) { c.prefill_spread_steps = -1; }},
@@ -199,7 +199,7 @@ TEST_P(SchedulerStepTest, PlansStepByStep) {
     const Sequence* f = h.Finished(s.id);
     ASSERT_NE(f, nullptr);
     EXPECT_EQ(f->state, SequenceState::kFinishedLength);
-    const auto ref = RunReference(f->prompt, f->stop, tc.cfg.eos_id, tc.cfg.max_context, h.pick());
+    const auto ref = RunReference(f->prompt, f->stop, tc.cfg.eos_ids, tc.cfg.max_context, h.pick());
     EXPECT_EQ(f->generated, ref.generated) << "sequence " << s.id;
   }
 }

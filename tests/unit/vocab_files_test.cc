@@ -73,6 +73,7 @@ TEST(VocabFilesTest, Qwen2TakesAddedTokensFromTokenizerConfig) {
   EXPECT_EQ(spec->tokens[151645], "<|im_end|>");
   EXPECT_EQ(spec->types[151644], TokenType::kControl);
   EXPECT_EQ(spec->eos_id, 151645);  // tokenizer_config.json: "eos_token": "<|im_end|>"
+  EXPECT_EQ(spec->chat_template.rfind("{% for message in messages %}", 0), 0u) << spec->chat_template;
   EXPECT_TRUE(spec->nfc);
   EXPECT_FALSE(spec->ignore_merges);
 }

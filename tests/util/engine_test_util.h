@@ -33,7 +33,7 @@ inline EngineConfig SmallConfig() {
   c.scheduler.max_prefill_chunk = 16;
   c.scheduler.max_waiting = 64;
   c.scheduler.max_context = 0;  // the model's
-  c.scheduler.eos_id = -1;
+  c.scheduler.eos_ids = {};
   c.channel_capacity = 8;
   return c;
 }

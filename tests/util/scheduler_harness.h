@@ -58,14 +58,15 @@ struct Reference {
   SequenceState state = SequenceState::kRunning;
 };
 
-inline Reference RunReference(const std::vector<int32_t>& prompt, const StopConditions& stop, int32_t eos_id,
+inline Reference RunReference(const std::vector<int32_t>& prompt, const StopConditions& stop,
+                              const std::vector<int32_t>& eos_ids,
                               int32_t max_context, const PickFn& pick) {
   Reference r;
   std::vector<int32_t> tokens = prompt;
   while (r.state == SequenceState::kRunning) {
     const int32_t id = pick(PrefixHash(tokens), tokens);
     const auto& stops = stop.stop_token_ids;
-    if (id == eos_id && eos_id >= 0 && !stop.ignore_eos) {
+    if (!stop.ignore_eos && std::find(eos_ids.begin(), eos_ids.end(), id) != eos_ids.end()) {
       r.state = SequenceState::kFinishedEos;
     } else if (std::find(stops.begin(), stops.end(), id) != stops.end()) {
       r.state = SequenceState::kFinishedStopToken;
@@ -203,7 +204,7 @@ struct FakeKvSlot {
 class SchedulerHarness {
  public:
   explicit SchedulerHarness(const SchedulerConfig& cfg, int32_t vocab = 1000)
-      : cfg_(cfg), sched_(cfg), vocab_(vocab), pick_(AvoidingPick(vocab, cfg.eos_id)),
+      : cfg_(cfg), sched_(cfg), vocab_(vocab), pick_(AvoidingPick(vocab, cfg.eos_ids.empty() ? -1 : cfg.eos_ids[0])),
         cache_(static_cast<size_t>(cfg.num_blocks) * static_cast<size_t>(cfg.block_size)) {}
 
   Scheduler& sched() { return sched_; }

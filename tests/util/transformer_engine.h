@@ -34,7 +34,7 @@ inline absl::StatusOr<std::unique_ptr<Engine>> StartTransformerEngine(std::uniqu
   c.scheduler.max_running = o.max_running;
   c.scheduler.max_batched_tokens = o.max_batched_tokens;
   c.scheduler.max_prefill_chunk = o.max_prefill_chunk;
-  c.scheduler.eos_id = tok->eos_id();
+  if (tok->eos_id() >= 0) c.scheduler.eos_ids = {tok->eos_id()};
   auto e = Engine::Create(c, MakeTransformerEngineModel(std::move(model), *std::move(cache), 2), tok);
   if (!e.ok()) return e.status();
   (*e)->Start();

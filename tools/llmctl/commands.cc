@@ -143,6 +143,13 @@ void PrintModelInfo(const v1::ModelInfo& m) {
   std::printf("  weight dtype:     %s\n", m.weight_dtype().c_str());
   std::printf("  kv dtype:         %s\n", m.kv_dtype().c_str());
   std::printf("  bos / eos ids:    %d / %d\n", m.bos_id(), m.eos_id());
+  const std::string eos = absl::StrJoin(m.eos_ids(), ", ");
+  std::printf("  stops at ids:     %s\n", eos.empty() ? "-" : eos.c_str());
+  const v1::SamplingDefaults& d = m.sampling_defaults();
+  const std::string from = absl::StrJoin(d.from_model(), ", ");
+  std::printf("  sampling:         temperature %g, top_k %d, top_p %g, min_p %g, repetition_penalty %g%s%s%s\n",
+              d.temperature(), d.top_k(), d.top_p(), d.min_p(), d.repetition_penalty(), from.empty() ? "" : " (model sets ",
+              from.c_str(), from.empty() ? "" : ")");
 }
 
 void PrintServerInfo(const v1::ServerInfo& s) {

@@ -33,6 +33,16 @@ struct Client {
 // Streams the completion's text to stdout (or each message as a JSON line) and a summary
 // (finish reason, usage, timings, seed) to stderr.
 int RunGenerate(const Client& client, const llmserve::v1::GenerateRequest& request);
+// What `llmctl chat` adds to the sampling flags.
+struct ChatOptions {
+  std::string system;        // a system message opening the conversation ("" : none)
+  bool show_prompt = false;  // print each rendered prompt (ApplyChatTemplate) to stderr
+  bool stats = true;         // print finish reason, tokens and speed after each reply
+};
+
+// An interactive chat on stdin/stdout: each line a user turn, each reply streamed and kept
+// in the history sent with the next turn. `base` carries the sampling and stopping fields.
+int RunChat(const Client& client, const llmserve::v1::GenerateRequest& base, const ChatOptions& options);
 // Prints the ids on one line, or one "id<TAB>"piece"" line per token with `pieces`.
 int RunTokenize(const Client& client, const llmserve::v1::TokenizeRequest& request, bool pieces);
 // Prints the text and a newline.

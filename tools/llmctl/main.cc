@@ -2,6 +2,7 @@
 //
 //   llmctl [--addr HOST:PORT] COMMAND [FLAGS] [ARGS]
 //     generate   [sampling and stopping flags] PROMPT   stream a completion
+//     chat       [--system TEXT] [sampling flags]       interactive chat over stdin
 //     tokenize   [--bos|--no-bos] [--pieces] TEXT       text -> token ids
 //     detokenize [--skip-special] ID...                 token ids -> text
 //     info                                              model and server information
@@ -261,10 +262,8 @@ int main(int argc, char** argv) {
   std::string service;
   std::map<std::string, Command> commands;
 
-  Command& generate = commands["generate"];
-  generate.usage = llmctl::kGenerateUsage;
-  generate.default_timeout = 0;
-  FlagTable& g = generate.flags;
+  // The sampling and stopping flags (generate and chat).
+  auto add_sampling_flags = [&](FlagTable& g) {
   g["max-tokens"] = IntFlag<int32_t>("max-tokens", [&](int32_t x) { gen.set_max_tokens(x); });
   g["temperature"] = FloatFlag("temperature", [&](float x) { gen.set_temperature(x); });
   g["top-k"] = IntFlag<int32_t>("top-k", [&](int32_t x) { gen.set_top_k(x); });
@@ -277,16 +276,36 @@ int main(int argc, char** argv) {
   g["stop"] = StringFlag([&](const std::string& v) { gen.add_stop(v); });
   g["stop-token-id"] = IntFlag<int32_t>("stop-token-id", [&](int32_t x) { gen.add_stop_token_ids(x); });
   g["ignore-eos"] = Switch([&] { gen.set_ignore_eos(true); });
+  g["request-id"] = StringFlag([&](const std::string& v) { gen.set_request_id(v); });
+  };
+
+  Command& generate = commands["generate"];
+  generate.usage = llmctl::kGenerateUsage;
+  generate.default_timeout = 0;
+  FlagTable& g = generate.flags;
+  add_sampling_flags(g);
   g["logprobs"] = IntFlag<int32_t>("logprobs", [&](int32_t x) { gen.set_logprobs(x); });
   g["bos"] = Switch([&] { gen.set_add_bos(true); });
   g["no-bos"] = Switch([&] { gen.set_add_bos(false); });
-  g["request-id"] = StringFlag([&](const std::string& v) { gen.set_request_id(v); });
   g["token-ids"] = Switch([&] { token_ids = true; });
   generate.check_args = [&](const std::vector<std::string>& pos_args) {
     if (token_ids) return IdArgs(pos_args, gen.mutable_tokens()->mutable_ids());
     return TextArg(pos_args, "PROMPT", gen.mutable_text());
   };
   generate.run = [&](const llmctl::Client& c) { return llmctl::RunGenerate(c, gen); };
+
+  llmctl::ChatOptions chat_options;
+  Command& chat = commands["chat"];
+  chat.usage = llmctl::kChatUsage;
+  chat.default_timeout = 0;
+  add_sampling_flags(chat.flags);
+  chat.flags["system"] = StringFlag([&](const std::string& v) { chat_options.system = v; });
+  chat.flags["show-prompt"] = Switch([&] { chat_options.show_prompt = true; });
+  chat.flags["no-stats"] = Switch([&] { chat_options.stats = false; });
+  chat.check_args = [](const std::vector<std::string>& a) {
+    return a.empty() ? absl::OkStatus() : absl::InvalidArgumentError("chat takes no arguments (it reads stdin)");
+  };
+  chat.run = [&](const llmctl::Client& c) { return llmctl::RunChat(c, gen, chat_options); };
 
   Command& tokenize = commands["tokenize"];
   tokenize.usage = llmctl::kTokenizeUsage;

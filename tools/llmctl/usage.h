@@ -11,6 +11,7 @@ inline constexpr const char* kMainUsage =
     "\n"
     "commands:\n"
     "  generate    stream a completion for a prompt\n"
+    "  chat        an interactive chat (the model's chat template)\n"
     "  tokenize    text -> token ids\n"
     "  detokenize  token ids -> text\n"
     "  info        model and server information\n"
@@ -62,6 +63,21 @@ inline constexpr const char* kGenerateUsage =
     "exit codes: 0 when the final message has finish reason EOS, STOP_SEQUENCE, STOP_TOKEN\n"
     "or LENGTH; 1 on a non-OK status or finish reason CANCELLED, DEADLINE or ERROR;\n"
     "2 bad usage; 130 Ctrl-C.\n";
+
+// `llmctl chat --help`.
+inline constexpr const char* kChatUsage =
+    "usage: llmctl chat [--system TEXT] [--show-prompt] [--no-stats] [sampling flags]\n"
+    "\n"
+    "An interactive chat: each line read from stdin is a user turn; the conversation so\n"
+    "far goes to the server as a chat input, rendered by the model's chat template (or the\n"
+    "server's --chat-template), and the reply streams to stdout and joins the history.\n"
+    "\"/reset\" forgets the history, \"/exit\" or Ctrl-D quits; Ctrl-C stops a reply, and at\n"
+    "the prompt quits. Replies end at the model's end-of-turn token.\n"
+    "  --system TEXT       a system message opening the conversation\n"
+    "  --show-prompt       print each rendered prompt (ApplyChatTemplate) to stderr\n"
+    "  --no-stats          no [finish reason, tokens, speed] line after each reply\n"
+    "  sampling and stopping flags as for generate (--temperature, --max-tokens, --seed, ...)\n"
+    "  --addr HOST:PORT, --timeout SECONDS (per reply; default: none)\n";
 
 // `llmctl tokenize --help`.
 inline constexpr const char* kTokenizeUsage =

@@ -40,6 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "model/greedy_runner.h"
+#include "model/end_of_generation.h"
 #include "model/model_loader.h"
 #include "model/tokenizer/tokenizer_loader.h"
 #include "nlohmann/json.hpp"
@@ -306,7 +307,8 @@ int RunDirect(const Args& args, llmserve::ModelWeights& weights, const llmserve:
 
 // Engine path: every prompt a request; --concurrency of them in flight at a time.
 int RunEngine(const Args& args, llmserve::ModelWeights& weights, const llmserve::Tokenizer& tok,
-              const std::vector<std::vector<int32_t>>& prompts, int32_t eos_id, const std::vector<int32_t>& extra_stops) {
+              const std::vector<std::vector<int32_t>>& prompts, const std::vector<int32_t>& eos_ids,
+              const std::vector<int32_t>& extra_stops) {
   const llmserve::ModelConfig config = weights.config;
   llmserve::RuntimeConfig runtime;
   runtime.weight_dtype = args.weight_dtype;
@@ -332,7 +334,7 @@ int RunEngine(const Args& args, llmserve::ModelWeights& weights, const llmserve:
                                                                      : sc.max_batched_tokens);
   sc.max_waiting = static_cast<int32_t>(std::max<size_t>(prompts.size(), 1));
   sc.max_context = static_cast<int32_t>(config.context_length);
-  sc.eos_id = eos_id;
+  sc.eos_ids = eos_ids;
   sc.step_policy = args.step_policy;
   sc.max_decode_stall = static_cast<int32_t>(args.max_decode_stall);
   if (absl::Status s = ec.Validate(); !s.ok()) return Fail(s);
@@ -442,18 +444,17 @@ int Run(const Args& args) {
     prompts.push_back(*std::move(ids));
   }
 
-  // The model's EOS, the tokenizer's if different, and for llama2.c BOS (a new story).
-  const int32_t eos_id = config.eos_id >= 0 ? config.eos_id : (*tok)->eos_id();
+  // The model's end-of-generation ids (the tokenizer's EOS among them), and for llama2.c
+  // BOS (a new story).
+  const std::vector<int32_t> eos_ids = llmserve::EndOfGenerationIds(config, **tok);
   std::vector<int32_t> extra_stops;
-  for (int32_t id : {(*tok)->eos_id(), llama2c ? int32_t{1} : int32_t{-1}}) {
-    if (id >= 0 && id != eos_id) extra_stops.push_back(id);
-  }
+  if (llama2c && std::find(eos_ids.begin(), eos_ids.end(), 1) == eos_ids.end()) extra_stops.push_back(1);
   if (args.top_logits > 0) {
     std::vector<int32_t> stops = extra_stops;
-    if (eos_id >= 0) stops.push_back(eos_id);
+    stops.insert(stops.end(), eos_ids.begin(), eos_ids.end());
     return RunDirect(args, **weights, **tok, prompts, stops);
   }
-  return RunEngine(args, **weights, **tok, prompts, eos_id, extra_stops);
+  return RunEngine(args, **weights, **tok, prompts, eos_ids, extra_stops);
 }
 
 }  // namespace
