@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -9,6 +11,9 @@ namespace llmserve {
 absl::string_view ArchitectureName(Architecture a) {
   switch (a) {
     case Architecture::kLlama: return "llama";
+    case Architecture::kQwen2: return "qwen2";
+    case Architecture::kQwen3: return "qwen3";
+    case Architecture::kPhi3: return "phi3";
     case Architecture::kGpt2: return "gpt2";
   }
   return "?";
@@ -52,7 +57,29 @@ absl::Status ModelConfig::Validate() const {
          !(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor))) {
       return bad("llama3 rope scaling needs original_max_position_embeddings > 0 and high_freq_factor > low_freq_factor");
     }
+    if (rope_scaling.kind == RopeScalingKind::kLongRope) {
+      const RopeScaling& rs = rope_scaling;
+      const size_t half = static_cast<size_t>(rope_dim / 2);
+      if (rs.short_factor.size() != half || rs.long_factor.size() != half) {
+        return bad(absl::StrCat("longrope needs ", half, " short and long factors (rope_dim / 2), got ",
+                                rs.short_factor.size(), " and ", rs.long_factor.size()));
+      }
+      for (const std::vector<float>* v : {&rs.short_factor, &rs.long_factor}) {
+        for (float f : *v) {
+          if (!(f > 0.0f && f < 1e30f)) return bad(absl::StrCat("longrope factor ", f, " must be positive and finite"));
+        }
+      }
+      if (rs.original_context <= 0) return bad("longrope needs original_max_position_embeddings > 0");
+      if (!(rs.attention_factor > 0.0f && rs.attention_factor < 1e6f)) {
+        return bad(absl::StrCat("longrope attention factor ", rs.attention_factor, " out of range"));
+      }
+    }
   }
+  if (sliding_window < 0) return bad(absl::StrCat("sliding_window ", sliding_window, " must not be negative"));
+  if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers) {
+    return bad(absl::StrCat("sliding_layers names ", sliding_layers.size(), " layers, the model has ", num_layers));
+  }
+  if (qk_norm && arch == Architecture::kGpt2) return bad("gpt2 has no q/k norm");
   if (arch == Architecture::kGpt2) {
     if (norm != NormKind::kLayerNorm || position != PositionKind::kLearned) {
       return bad("gpt2 uses LayerNorm and learned positions");
@@ -68,6 +95,13 @@ absl::Status ModelConfig::Validate() const {
     }
   }
   return absl::OkStatus();
+}
+
+int64_t ModelConfig::LayerWindow(int64_t layer) const {
+  if (sliding_window <= 0) return 0;
+  if (sliding_layers.empty()) return sliding_window;
+  if (layer < 0 || layer >= static_cast<int64_t>(sliding_layers.size())) return 0;
+  return sliding_layers[static_cast<size_t>(layer)] ? sliding_window : 0;
 }
 
 std::string ModelConfig::DebugString() const {
@@ -88,13 +122,26 @@ std::string ModelConfig::DebugString() const {
                               rope_scaling.low_freq_factor, rope_scaling.high_freq_factor,
                               rope_scaling.original_context);
         break;
+      case RopeScalingKind::kLongRope:
+        absl::StrAppendFormat(&s, " scaling=longrope orig=%d attention_factor=%g (long factors from position %d)",
+                              rope_scaling.original_context, rope_scaling.attention_factor,
+                              rope_scaling.original_context);
+        break;
     }
     s += "\n";
   } else {
     s += "position: learned\n";
   }
   absl::StrAppendFormat(&s, "activation: %s\n", activation == Activation::kSilu ? "silu (swiglu)" : "gelu_tanh");
-  absl::StrAppendFormat(&s, "biases: qkv=%d out=%d mlp=%d norm=%d\n", qkv_bias, out_bias, mlp_bias, norm_bias);
+  absl::StrAppendFormat(&s, "biases: qkv=%d out=%d mlp=%d norm=%d\nqk_norm: %d\n", qkv_bias, out_bias, mlp_bias,
+                        norm_bias, qk_norm);
+  if (sliding_window > 0) {
+    int64_t layers = num_layers;
+    if (!sliding_layers.empty()) layers = std::count(sliding_layers.begin(), sliding_layers.end(), true);
+    absl::StrAppendFormat(&s, "sliding_window: %d (%d of %d layers)\n", sliding_window, layers, num_layers);
+  } else {
+    s += "sliding_window: none\n";
+  }
   absl::StrAppendFormat(&s, "tied_embeddings: %d\ncontext_length: %d\nbos_id: %d\neos_id: %d\n", tied_embeddings,
                         context_length, bos_id, eos_id);
   if (!eos_ids.empty()) absl::StrAppend(&s, "eos_ids: ", absl::StrJoin(eos_ids, ","), "\n");

@@ -12,14 +12,17 @@
 
 namespace llmserve {
 
-enum class Architecture { kLlama, kGpt2 };
+// kLlama, kQwen2, kQwen3 and kPhi3 are the Llama family: one forward pass, the fields
+// below say how they differ (Qwen2: qkv_bias; Qwen3: qk_norm; Phi-3: longrope; their
+// fused file tensors are split into the canonical ones by the loaders). Mistral is kLlama.
+enum class Architecture { kLlama, kQwen2, kQwen3, kPhi3, kGpt2 };
 enum class NormKind { kRmsNorm, kLayerNorm };
 enum class PositionKind { kRope, kLearned };
 // How RoPE pairs dimensions inside a head:
 //   kInterleaved: (0,1),(2,3),...  Meta / llama2.c / GGUF (Q,K rows permuted by convert).
 //   kHalf:        (i, i+d/2)       HuggingFace "rotate_half" (GPT-NeoX style).
 enum class RopeLayout { kInterleaved, kHalf };
-enum class RopeScalingKind { kNone, kLinear, kLlama3 };
+enum class RopeScalingKind { kNone, kLinear, kLlama3, kLongRope };
 // kSilu => SwiGLU MLP (gate, up, down); kGeluTanh => GPT-2 MLP (up, gelu, down).
 enum class Activation { kSilu, kGeluTanh };
 
@@ -28,7 +31,12 @@ struct RopeScaling {
   float factor = 1.0f;            // linear and llama3
   float low_freq_factor = 1.0f;   // llama3
   float high_freq_factor = 4.0f;  // llama3
-  int64_t original_context = 0;   // llama3: original_max_position_embeddings
+  int64_t original_context = 0;   // llama3, longrope: original_max_position_embeddings
+  // longrope (Phi-3): per-pair divisors of the frequencies (rope_dim / 2 each). A token at
+  // position p uses long_factor when p + 1 > original_context (HF's rule, seq_len >
+  // original_max_position_embeddings, with seq_len = p + 1), else short_factor.
+  std::vector<float> short_factor = {}, long_factor = {};
+  float attention_factor = 1.0f;  // longrope: multiplies cos and sin (HF attention_scaling)
 };
 
 // Sampling defaults a model ships (HF generation_config.json), for the fields a request
@@ -71,6 +79,16 @@ struct ModelConfig {
   bool mlp_bias = false;     // MLP biases (GPT-2)
   bool norm_bias = false;    // LayerNorm bias (GPT-2)
   bool tied_embeddings = false;  // output head shares token_embd
+  bool qk_norm = false;      // Qwen3: RMSNorm (norm_eps) of every q and k head before RoPE,
+                             // weights blk.N.attn_q_norm / attn_k_norm [head_dim]
+
+  // Sliding-window attention: > 0 means a query at position p attends to the keys at
+  // positions (p - sliding_window, p], i.e. the last sliding_window tokens including its
+  // own (HF's sliding_window_overlay: kv_idx > q_idx - sliding_window). 0: full attention.
+  int64_t sliding_window = 0;
+  // Which layers use the window ([num_layers]); empty: all of them (Qwen2/3 use it only
+  // from max_window_layers on).
+  std::vector<bool> sliding_layers;
 
   int64_t context_length = 0;
   int32_t bos_id = -1;       // -1: none
@@ -83,6 +101,9 @@ struct ModelConfig {
   // Checks that every field is in range and consistent (heads divide, dims agree,
   // sizes are sane so that no tensor size computation overflows).
   absl::Status Validate() const;
+
+  // The attention window of layer `layer`: sliding_window where it applies, else 0 (full).
+  int64_t LayerWindow(int64_t layer) const;
 
   // Multi-line human-readable summary.
   std::string DebugString() const;

@@ -22,6 +22,32 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
+absl::StatusOr<std::vector<TensorView>> SplitRows(const TensorView& t, const std::vector<std::string>& names,
+                                                  const std::vector<int64_t>& rows) {
+  int64_t total = 0;
+  for (int64_t r : rows) {
+    if (r <= 0) return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, ": a part of ", r, " rows"));
+    total += r;
+  }
+  if (t.shape.empty() || names.size() != rows.size() || total != t.shape[0] || t.nbytes % t.shape[0] != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, " of shape ", ShapeString(t.shape),
+                                                   " cannot be split into ", absl::StrJoin(rows, " + "), " rows"));
+  }
+  const size_t row_bytes = t.nbytes / static_cast<size_t>(t.shape[0]);
+  std::vector<TensorView> out;
+  int64_t first = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TensorView v = t;
+    v.name = names[i];
+    v.shape[0] = rows[i];
+    v.data = t.data + static_cast<size_t>(first) * row_bytes;
+    v.nbytes = static_cast<size_t>(rows[i]) * row_bytes;
+    out.push_back(std::move(v));
+    first += rows[i];
+  }
+  return out;
+}
+
 std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
   const int64_t d = c.hidden_size;
   const int64_t q = c.num_heads * c.head_dim;
@@ -47,6 +73,10 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
         add(p + "attn_k.bias", {kv});
         add(p + "attn_v.bias", {kv});
       }
+    }
+    if (c.qk_norm) {
+      add(p + "attn_q_norm.weight", {c.head_dim});
+      add(p + "attn_k_norm.weight", {c.head_dim});
     }
     add(p + "attn_output.weight", {d, q});
     if (c.out_bias) add(p + "attn_output.bias", {d});

@@ -12,12 +12,16 @@
 //   blk.N.attn_q.weight         [heads*head_dim, dim]   llama  (+ .bias [heads*head_dim] if qkv_bias)
 //   blk.N.attn_k.weight         [kv_heads*head_dim, dim] llama (+ .bias)
 //   blk.N.attn_v.weight         [kv_heads*head_dim, dim] llama (+ .bias)
+//   blk.N.attn_q_norm.weight    [head_dim]              qk_norm (Qwen3); also attn_k_norm
 //   blk.N.attn_qkv.weight       [3*dim, dim]            gpt2   (+ .bias [3*dim])
 //   blk.N.attn_output.weight    [dim, heads*head_dim]   (+ .bias [dim] if out_bias)
 //   blk.N.ffn_norm.weight/.bias [dim]
 //   blk.N.ffn_gate.weight       [ffn, dim]              llama
 //   blk.N.ffn_up.weight         [ffn, dim]              (+ .bias [ffn] if mlp_bias)
 //   blk.N.ffn_down.weight       [dim, ffn]              (+ .bias [dim] if mlp_bias)
+//
+// Files that fuse Q|K|V or gate|up (Phi-3) are split into these by the loaders: the parts
+// are row ranges of the fused matrix, so the views point into it (SplitRows below).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +62,12 @@ struct ExpectedTensor {
 
 // Every tensor the transformer reads for `config`, in a stable order.
 std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& config);
+
+// Row ranges [0, rows[0]), [rows[0], rows[0] + rows[1]), ... of a row-major tensor as
+// views named `names` (any dtype or quantization: a row is whole blocks). INVALID_ARGUMENT
+// when the rows do not add up to t's first dimension.
+absl::StatusOr<std::vector<TensorView>> SplitRows(const TensorView& t, const std::vector<std::string>& names,
+                                                  const std::vector<int64_t>& rows);
 
 // Formats a shape as "[a, b]".
 std::string ShapeString(const std::vector<int64_t>& shape);

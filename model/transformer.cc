@@ -3,7 +3,9 @@
 // Per step (N rows from S sequences, L logit rows):
 //   x = embed(tokens) (+ learned positions)                     [N, dim]
 //   per layer:  xn = norm(x);  qkv = xn · Wqkvᵀ                 [N, q | k | v]
+//               (Qwen3: RMSNorm of each q and k head)
 //               rope(q, k) at each row's position; K/V -> cache
+//               (a sliding-window layer's queries see only their last `window` keys)
 //               attn = PagedAttention(q, cache);  x += attn · Woᵀ
 //               xn = norm(x);  h = MLP(xn);  x += h
 //   logits = head(norm(x[logit_rows]))                          [L, vocab]
@@ -98,7 +100,7 @@ void TransformerImpl::Reserve(int64_t n, int64_t logit_rows) {
     row_seq_.resize(static_cast<size_t>(n));
   }
   Grow(x_, n * dim);
-  Grow(rope_table_, n * 2 * static_cast<int64_t>(inv_freq_.size()));
+  Grow(rope_table_, n * 2 * static_cast<int64_t>(rope_.inv_freq.size()));
   Grow(xn_, m * dim);
   Grow(qkv_, n * (q + 2 * kv));
   Grow(attn_, m * q);
@@ -146,10 +148,15 @@ void TransformerImpl::AttentionInput(int64_t l, const ForwardBatch& batch, KvCac
   Mark(Op::kAttnNorm);
   w.qkv->Forward(xn_.data(), n, qkv_.data());
   Mark(Op::kQkv);
+  if (c.qk_norm) {  // Qwen3: each head's q and k RMS-normalized before RoPE
+    RmsNormHeads(qkv_.data(), n, qkv_dim, c.num_heads, hd, w.q_norm_w.data(), c.norm_eps);
+    RmsNormHeads(qkv_.data() + q_dim, n, qkv_dim, c.num_kv_heads, hd, w.k_norm_w.data(), c.norm_eps);
+    Mark(Op::kQkNorm);
+  }
   if (c.position == PositionKind::kRope) {
     // The K heads follow the Q heads in each row: one pass rotates both.
     ApplyRopeTable(qkv_.data(), n, qkv_dim, c.num_heads + c.num_kv_heads, hd, c.rope_dim, rope_table_.data(),
-                   static_cast<int64_t>(inv_freq_.size()), c.rope_layout);
+                   static_cast<int64_t>(rope_.inv_freq.size()), c.rope_layout);
     Mark(Op::kRope);
   }
   for (const ForwardBatch::Seq& s : batch.seqs) {
@@ -166,7 +173,7 @@ void TransformerImpl::Block(int64_t l, const KvCache& cache, std::span<const Att
   const PackedLayer& w = layers_[static_cast<size_t>(l)];
   const int64_t dim = c.hidden_size, q_dim = c.num_heads * c.head_dim, ffn = c.ffn_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  PagedAttention(cache, l, seqs, q, q_stride, c.num_heads, scale, attn_.data(), q_dim);
+  PagedAttention(cache, l, seqs, q, q_stride, c.num_heads, scale, attn_.data(), q_dim, w.window);
   Mark(Op::kAttention);
   w.out->Forward(attn_.data(), m, proj_.data());
   Mark(Op::kOutProj);
@@ -216,7 +223,7 @@ absl::Status TransformerImpl::Forward(const ForwardBatch& batch, KvCache& cache,
     att_seqs_.push_back(AttentionSeq{s.row_start, s.rows, s.cached + s.rows, s.block_table});
   }
   Embed(batch);
-  if (c.position == PositionKind::kRope) RopeTable(positions_.data(), n, inv_freq_, rope_table_.data());
+  if (c.position == PositionKind::kRope) RopeTable(positions_.data(), n, rope_, rope_table_.data());
   Mark(Op::kEmbed);
   const int64_t qkv_dim = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
   const int64_t last = c.num_layers - 1;
@@ -258,7 +265,7 @@ void TransformerImpl::SetProfiling(bool on) {
 }
 
 ForwardProfile TransformerImpl::profile() const {
-  static constexpr const char* kNames[] = {"embed",      "attn_norm", "qkv_matmul", "rope",     "kv_write",
+  static constexpr const char* kNames[] = {"embed",      "attn_norm", "qkv_matmul", "qk_norm",  "rope",     "kv_write",
                                            "attention",  "out_matmul", "residual",  "ffn_norm", "gate_up_matmul",
                                            "activation", "down_matmul", "gather",   "final_norm", "head_matmul"};
   static_assert(std::size(kNames) == static_cast<size_t>(Op::kCount));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/ops/dnn_context.h"
+#include "model/ops/kernels.h"
 #include "model/ops/linear.h"
 #include "model/ops/paged_attention.h"
 #include "model/transformer.h"
@@ -21,6 +22,8 @@ namespace llmserve {
 struct PackedLayer {
   std::vector<float> attn_norm_w, attn_norm_b;  // [dim]; bias only for LayerNorm with bias
   std::vector<float> ffn_norm_w, ffn_norm_b;
+  std::vector<float> q_norm_w, k_norm_w;  // [head_dim], qk_norm only (Qwen3)
+  int64_t window = 0;              // sliding attention window (0: full), ModelConfig::LayerWindow
   std::unique_ptr<Linear> qkv;     // [q + 2 kv, dim]: rows q | k | v (Llama fused, GPT-2 as stored)
   std::unique_ptr<Linear> out;     // [dim, q]
   std::unique_ptr<Linear> gate_up; // [2 ffn, dim]: rows gate | up (SwiGLU); [ffn, dim] up (GPT-2)
@@ -29,7 +32,7 @@ struct PackedLayer {
 
 // Operations of the forward pass, for the profile.
 enum class Op : int {
-  kEmbed, kAttnNorm, kQkv, kRope, kKvWrite, kAttention, kOutProj, kResidual,
+  kEmbed, kAttnNorm, kQkv, kQkNorm, kRope, kKvWrite, kAttention, kOutProj, kResidual,
   kFfnNorm, kGateUp, kActivation, kDown, kGather, kFinalNorm, kHead, kCount
 };
 
@@ -54,7 +57,7 @@ class TransformerImpl final : public Transformer {
   std::vector<PackedLayer> layers_;
   std::vector<float> out_norm_w_, out_norm_b_;
   std::unique_ptr<Linear> head_;         // [vocab, dim]
-  std::vector<float> inv_freq_;          // RoPE inverse frequencies (rope_dim / 2)
+  RopeFrequencies rope_;                 // RoPE inverse frequencies (rope_dim / 2 each), scale
   std::string weights_summary_;          // what the linear layers became (for the log)
   std::string weight_format_;            // their formats, most bytes first
 

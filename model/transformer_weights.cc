@@ -124,6 +124,11 @@ absl::Status PackLayer(const ModelConfig& c, Packer& p, int64_t i, PackedLayer& 
   layer.attn_norm_b = p.F32OrEmpty(b + "attn_norm.bias");
   layer.ffn_norm_w = ToF32(p.Need(b + "ffn_norm.weight"));
   layer.ffn_norm_b = p.F32OrEmpty(b + "ffn_norm.bias");
+  if (c.qk_norm) {
+    layer.q_norm_w = ToF32(p.Need(b + "attn_q_norm.weight"));
+    layer.k_norm_w = ToF32(p.Need(b + "attn_k_norm.weight"));
+  }
+  layer.window = c.LayerWindow(i);
 
   std::vector<std::string> qkv, qkv_bias;
   if (c.arch == Architecture::kGpt2) {
@@ -195,7 +200,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelWeig
     impl->embd_row_bytes_ = embd.nbytes / static_cast<size_t>(c.vocab_size);
     impl->embd_.assign(embd.data, embd.data + embd.nbytes);
     if (c.position == PositionKind::kLearned) impl->pos_embd_ = ToF32(packer.Need("position_embd.weight"));
-    if (c.position == PositionKind::kRope) impl->inv_freq_ = RopeInvFreq(c);
+    if (c.position == PositionKind::kRope) impl->rope_ = RopeFrequenciesFor(c);
 
     impl->layers_.resize(static_cast<size_t>(c.num_layers));
     for (int64_t i = 0; i < c.num_layers; ++i) {

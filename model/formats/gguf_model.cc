@@ -5,9 +5,11 @@
 #include <cstring>
 #include <filesystem>
 #include <numbers>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace llmserve {
@@ -71,6 +73,43 @@ absl::Status InferLlama3Scaling(const GgufFile& g, const GgufTensorInfo& t, int6
   return absl::OkStatus();
 }
 
+// A per-pair RoPE factor tensor (rope_factors_long/short.weight): F32 [rope_dim / 2].
+absl::StatusOr<std::vector<float>> RopeFactors(const GgufFile& g, const GgufTensorInfo& t, int64_t half) {
+  if (t.ggml_type != kGgmlTypeF32 || t.shape.size() != 1 || t.shape[0] != half || half <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(g.path(), ": tensor ", t.name, " must be F32 of shape [", half, "] (rope_dim / 2)"));
+  }
+  std::vector<float> f(static_cast<size_t>(half));
+  std::memcpy(f.data(), t.data, f.size() * sizeof(float));
+  return f;
+}
+
+// Phi-3's LongRoPE as llama.cpp's converter writes it: rope_factors_long.weight and
+// rope_factors_short.weight, <arch>.rope.scaling.original_context_length and
+// <arch>.rope.scaling.attn_factor (absent: HF's sqrt(1 + ln(scale) / ln(original))).
+absl::Status ReadLongRope(const GgufFile& g, const std::string& arch, int64_t original, ModelConfig* c) {
+  const GgufTensorInfo* long_t = g.FindTensor("rope_factors_long.weight");
+  const GgufTensorInfo* short_t = g.FindTensor("rope_factors_short.weight");
+  if (long_t == nullptr || short_t == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(g.path(), ": longrope needs both rope_factors_long.weight and rope_factors_short.weight"));
+  }
+  if (original <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(g.path(), ": longrope needs ", arch, ".rope.scaling.original_context_length"));
+  }
+  RopeScaling& s = c->rope_scaling;
+  s.kind = RopeScalingKind::kLongRope;
+  s.original_context = original;
+  GGUF_ASSIGN_OR_RETURN(s.long_factor, RopeFactors(g, *long_t, c->rope_dim / 2));
+  GGUF_ASSIGN_OR_RETURN(s.short_factor, RopeFactors(g, *short_t, c->rope_dim / 2));
+  const double scale = static_cast<double>(c->context_length) / static_cast<double>(original);
+  const double dflt = scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(original))) : 1.0;
+  GGUF_ASSIGN_OR_RETURN(const double attn, g.GetFloatOr(absl::StrCat(arch, ".rope.scaling.attn_factor"), dflt));
+  s.attention_factor = static_cast<float>(attn);
+  return absl::OkStatus();
+}
+
 absl::Status ReadRope(const GgufFile& g, const std::string& arch, ModelConfig* c) {
   auto key = [&](absl::string_view k) { return absl::StrCat(arch, ".", k); };
   GGUF_ASSIGN_OR_RETURN(double theta, g.GetFloatOr(key("rope.freq_base"), 10000.0));
@@ -96,6 +135,8 @@ absl::Status ReadRope(const GgufFile& g, const std::string& arch, ModelConfig* c
     c->rope_scaling.low_freq_factor = static_cast<float>(low);
     c->rope_scaling.high_freq_factor = static_cast<float>(high);
     c->rope_scaling.original_context = original;
+  } else if (type == "longrope" || (type.empty() && g.FindTensor("rope_factors_long.weight") != nullptr)) {
+    if (absl::Status s = ReadLongRope(g, arch, original, c); !s.ok()) return s;
   } else if (!type.empty() && type != "none") {
     return absl::UnimplementedError(absl::StrCat(g.path(), ": RoPE scaling type '", type, "' is not supported"));
   }
@@ -121,11 +162,17 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& g) {
   GGUF_ASSIGN_OR_RETURN(const std::string arch, g.GetString("general.architecture"));
   if (arch == "llama") {
     c.arch = Architecture::kLlama;
+  } else if (arch == "qwen2") {
+    c.arch = Architecture::kQwen2;
+  } else if (arch == "qwen3") {
+    c.arch = Architecture::kQwen3;
+  } else if (arch == "phi3") {
+    c.arch = Architecture::kPhi3;
   } else if (arch == "gpt2") {
     c.arch = Architecture::kGpt2;
   } else {
-    return absl::UnimplementedError(
-        absl::StrCat(g.path(), ": architecture '", arch, "' is not supported (only llama and gpt2)"));
+    return absl::UnimplementedError(absl::StrCat(g.path(), ": architecture '", arch,
+                                                 "' is not supported (only llama, qwen2, qwen3, phi3 and gpt2)"));
   }
   GGUF_ASSIGN_OR_RETURN(c.name, g.GetStringOr("general.name", std::filesystem::path(g.path()).stem().string()));
   auto key = [&](absl::string_view k) { return absl::StrCat(arch, ".", k); };
@@ -150,16 +197,28 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& g) {
                                                  " differs from the key length ", c.head_dim));
   }
 
-  if (c.arch == Architecture::kLlama) {
+  if (c.arch != Architecture::kGpt2) {
     GGUF_ASSIGN_OR_RETURN(const double eps, g.GetFloat(key("attention.layer_norm_rms_epsilon")));
     c.norm = NormKind::kRmsNorm;
     c.norm_eps = static_cast<float>(eps);
     c.position = PositionKind::kRope;
-    c.rope_layout = RopeLayout::kInterleaved;
+    // llama.cpp's converter permutes Q/K rows into interleaved pairs for llama only; qwen2,
+    // qwen3 and phi3 keep HF's rows and llama.cpp rotates them NEOX-style (rotate half).
+    c.rope_layout = c.arch == Architecture::kLlama ? RopeLayout::kInterleaved : RopeLayout::kHalf;
     c.activation = Activation::kSilu;
-    c.qkv_bias = g.FindTensor("blk.0.attn_q.bias") != nullptr;
+    c.qkv_bias = g.FindTensor("blk.0.attn_q.bias") != nullptr || g.FindTensor("blk.0.attn_qkv.bias") != nullptr;
     c.out_bias = g.FindTensor("blk.0.attn_output.bias") != nullptr;
+    c.qk_norm = c.arch == Architecture::kQwen3;
     if (absl::Status s = ReadRope(g, arch, &c); !s.ok()) return s;
+    // A window on every layer (0: none). llama.cpp reads phi3's but leaves it off for now
+    // (its PR 13676); HF applies it, and so does llmserve.
+    GGUF_ASSIGN_OR_RETURN(const int64_t window, g.GetIntOr(key("attention.sliding_window"), 0));
+    if (g.Find(key("attention.sliding_window_pattern")) != nullptr) {
+      return absl::UnimplementedError(
+          absl::StrCat(g.path(), ": ", key("attention.sliding_window_pattern"), " is not supported"));
+    }
+    if (window < 0) return absl::InvalidArgumentError(absl::StrCat(g.path(), ": sliding window ", window));
+    if (window > 0 && window < c.context_length) c.sliding_window = window;
   } else {
     GGUF_ASSIGN_OR_RETURN(const double eps, g.GetFloat(key("attention.layer_norm_epsilon")));
     c.norm = NormKind::kLayerNorm;
@@ -216,16 +275,54 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadGgufModel(const GgufFile& g) {
   weights->config = *config;
   if (g.mapped_file() != nullptr) weights->KeepAlive(g.mapped_file());
   auto computable = [](uint32_t id) { return GgmlTypeToDType(id) || QuantTypeFromGgml(id); };
-  for (const ExpectedTensor& e : ExpectedTensors(*config)) {
+  const ModelConfig& c = *config;
+  const bool llama_family = c.arch != Architecture::kGpt2;
+  const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  // Fused Llama-family tensors (llama.cpp's create_tensor_qkv, phi3's ffn_up holding
+  // gate | up) and the canonical parts they split into; nullopt for any other tensor.
+  using Parts = std::pair<std::vector<std::string>, std::vector<int64_t>>;  // names, rows
+  auto fused_parts = [&](const GgufTensorInfo& t) -> std::optional<Parts> {
+    if (!llama_family || !absl::StartsWith(t.name, "blk.")) return std::nullopt;
+    const size_t dot = t.name.find('.', 4);
+    if (dot == std::string::npos) return std::nullopt;
+    const std::string b = t.name.substr(0, dot + 1);
+    const std::string rest = t.name.substr(dot + 1);
+    if (rest == "attn_qkv.weight" || rest == "attn_qkv.bias") {
+      const std::string param = rest.substr(rest.find('.'));
+      return Parts{{b + "attn_q" + param, b + "attn_k" + param, b + "attn_v" + param}, {q, kv, kv}};
+    }
+    if (rest == "ffn_up.weight" && g.FindTensor(b + "ffn_gate.weight") == nullptr && !t.shape.empty() &&
+        t.shape[0] == 2 * c.ffn_dim) {
+      return Parts{{b + "ffn_gate.weight", b + "ffn_up.weight"}, {c.ffn_dim, c.ffn_dim}};
+    }
+    return std::nullopt;
+  };
+  for (const ExpectedTensor& e : ExpectedTensors(c)) {
     const GgufTensorInfo* t = g.FindTensor(e.name);
     if (t != nullptr && !computable(t->ggml_type)) return g.View(*t).status();
   }
   for (const GgufTensorInfo& t : g.tensors()) {
-    if (!computable(t.ggml_type)) continue;  // not needed (checked above)
+    const auto parts = fused_parts(t);
+    if (!computable(t.ggml_type)) {
+      if (parts) return g.View(t).status();  // needed: UNIMPLEMENTED naming the type
+      continue;                              // not needed (checked above)
+    }
     auto view = g.View(t);
     if (!view.ok()) return view.status();
-    if (absl::Status s = weights->Add(*std::move(view)); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(g.path(), ": ", s.message()));
+    std::vector<TensorView> views;
+    if (parts) {
+      auto split = SplitRows(*view, parts->first, parts->second);
+      if (!split.ok()) {
+        return absl::Status(split.status().code(), absl::StrCat(g.path(), ": ", split.status().message()));
+      }
+      views = *std::move(split);
+    } else {
+      views.push_back(*std::move(view));
+    }
+    for (TensorView& v : views) {
+      if (absl::Status s = weights->Add(std::move(v)); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat(g.path(), ": ", s.message()));
+      }
     }
   }
   if (absl::Status s = weights->CheckComplete(g.path()); !s.ok()) return s;

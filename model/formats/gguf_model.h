@@ -1,9 +1,14 @@
 // Loading a transformer (ModelConfig + tensor views) from a GGUF file.
 //
 // Supported: general.architecture `llama` (RMSNorm, interleaved RoPE: llama.cpp's
-// converter permutes Q/K rows for it, SwiGLU, GQA) and `gpt2` (LayerNorm with biases,
-// learned positions, GELU-tanh, fused QKV); tensors of type F32, F16 or BF16. GGUF
-// tensor names are already llmserve's canonical names (model/model_weights.h).
+// converter permutes Q/K rows for it, SwiGLU, GQA), `qwen2` (+ QKV biases), `qwen3` (+
+// per-head q/k RMSNorm, attn_q_norm / attn_k_norm), `phi3` (fused attn_qkv, ffn_up
+// holding gate | up, LongRoPE from rope_factors_long/short.weight, partial rotary) --
+// these three with NEOX (rotate-half) RoPE on unpermuted rows -- and `gpt2` (LayerNorm
+// with biases, learned positions, GELU-tanh, fused QKV); <arch>.attention.sliding_window
+// for a window on every layer. Tensors F32, F16, BF16 or ggml-quantized. GGUF tensor names
+// are llmserve's canonical names (model/model_weights.h); fused Llama-family tensors are
+// split into their row ranges.
 #pragma once
 
 #include <memory>

@@ -101,12 +101,59 @@ class ConfigReader {
   const std::string& path_;
 };
 
+// The Llama-family architectures config.json can name.
+enum class Family { kLlama, kMistral, kQwen2, kQwen3, kPhi3 };
+
 #define HF_ASSIGN_OR_RETURN(lhs, expr)        \
   do {                                    \
     auto _v = (expr);                     \
     if (!_v.ok()) return _v.status();     \
     lhs = *std::move(_v);                 \
   } while (0)
+
+// A list of positive finite numbers under `key` of object `obj` (longrope's factors).
+absl::StatusOr<std::vector<float>> FloatList(const ConfigReader& r, const json& obj, const char* key) {
+  auto it = obj.find(key);
+  const std::string name = absl::StrCat("rope_scaling.", key);
+  if (it == obj.end() || it->is_null()) return r.Error(name, "is missing");
+  if (!it->is_array()) return r.Error(name, "must be a list of numbers");
+  std::vector<float> out;
+  for (const json& v : *it) {
+    if (!v.is_number()) return r.Error(name, "must be a list of numbers");
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || !(x > 0.0) || x > 1e30) return r.Error(name, "holds a value not positive and finite");
+    out.push_back(static_cast<float>(x));
+  }
+  return out;
+}
+
+// rope_scaling {"type": "longrope" (or "su"), "short_factor", "long_factor"}, with
+// original_max_position_embeddings in it or at the top level (Phi-3), as HF's
+// _compute_longrope_parameters reads them.
+absl::Status ParseLongRope(const ConfigReader& r, const json& rs, ModelConfig* c) {
+  RopeScaling& s = c->rope_scaling;
+  s.kind = RopeScalingKind::kLongRope;
+  HF_ASSIGN_OR_RETURN(s.short_factor, FloatList(r, rs, "short_factor"));
+  HF_ASSIGN_OR_RETURN(s.long_factor, FloatList(r, rs, "long_factor"));
+  if (auto it = rs.find("original_max_position_embeddings"); it != rs.end() && !it->is_null()) {
+    HF_ASSIGN_OR_RETURN(s.original_context, r.IntValue("rope_scaling.original_max_position_embeddings", *it, 1));
+  } else if (r.Get("original_max_position_embeddings") != nullptr) {
+    HF_ASSIGN_OR_RETURN(s.original_context, r.Int("original_max_position_embeddings", std::nullopt));
+  } else {
+    return r.Error("original_max_position_embeddings", "is missing (longrope needs it)");
+  }
+  if (auto it = rs.find("attention_factor"); it != rs.end() && !it->is_null()) {
+    HF_ASSIGN_OR_RETURN(s.attention_factor, r.Float("attention_factor", std::nullopt, &rs));
+    return absl::OkStatus();
+  }
+  // HF (Phi-3): the scale is the ratio of the context to the original one, and the
+  // attention factor sqrt(1 + ln(scale) / ln(original)) when it exceeds 1.
+  const double scale = static_cast<double>(c->context_length) / static_cast<double>(s.original_context);
+  s.attention_factor = scale > 1.0 ? static_cast<float>(std::sqrt(
+                                         1.0 + std::log(scale) / std::log(static_cast<double>(s.original_context))))
+                                   : 1.0f;
+  return absl::OkStatus();
+}
 
 absl::Status ParseRopeScaling(const ConfigReader& r, ModelConfig* c) {
   const json* rs = r.Get("rope_scaling");
@@ -124,9 +171,10 @@ absl::Status ParseRopeScaling(const ConfigReader& r, ModelConfig* c) {
   RopeScaling& s = c->rope_scaling;
   if (type.empty()) return r.Error("rope_scaling", "has no \"rope_type\" or \"type\"");
   if (type == "default") return absl::OkStatus();
+  if (type == "longrope" || type == "su") return ParseLongRope(r, *rs, c);
   if (type != "linear" && type != "llama3") {
-    return absl::UnimplementedError(
-        absl::StrCat(r.path(), ": rope_scaling type \"", type, "\" is not supported (only linear and llama3)"));
+    return absl::UnimplementedError(absl::StrCat(r.path(), ": rope_scaling type \"", type,
+                                                 "\" is not supported (only linear, llama3 and longrope)"));
   }
   HF_ASSIGN_OR_RETURN(s.factor, r.Float("factor", std::nullopt, rs));
   if (type == "linear") {
@@ -142,9 +190,55 @@ absl::Status ParseRopeScaling(const ConfigReader& r, ModelConfig* c) {
   return absl::OkStatus();
 }
 
-// LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM.
-absl::Status ParseLlamaFamily(const ConfigReader& r, bool qwen2, ModelConfig* c) {
-  c->arch = Architecture::kLlama;
+// The sliding window: Mistral's and Phi-3's `sliding_window` on every layer; Qwen2/3's
+// only with use_sliding_window, on the layers `layer_types` calls "sliding_attention"
+// or, without it, on layers >= max_window_layers (HF's Qwen2Config). A window that
+// covers the whole context is no window.
+absl::Status ParseSlidingWindow(const ConfigReader& r, Family family, ModelConfig* c) {
+  if (family == Family::kLlama) return absl::OkStatus();  // LlamaForCausalLM has none
+  const bool qwen = family == Family::kQwen2 || family == Family::kQwen3;
+  bool use = true;
+  if (qwen) HF_ASSIGN_OR_RETURN(use, r.Bool("use_sliding_window", false));
+  if (!use || r.Get("sliding_window") == nullptr) return absl::OkStatus();
+  int64_t window;
+  HF_ASSIGN_OR_RETURN(window, r.Int("sliding_window", std::nullopt));
+  if (window >= c->context_length) return absl::OkStatus();
+  c->sliding_window = window;
+  if (!qwen) return absl::OkStatus();
+  c->sliding_layers.assign(static_cast<size_t>(c->num_layers), false);
+  if (const json* types = r.Get("layer_types")) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != c->num_layers) {
+      return r.Error("layer_types", absl::StrCat("must be a list of ", c->num_layers, " strings"));
+    }
+    for (size_t i = 0; i < types->size(); ++i) {
+      const json& t = (*types)[i];
+      if (t == "sliding_attention") {
+        c->sliding_layers[i] = true;
+      } else if (t != "full_attention") {
+        return r.Error("layer_types", absl::StrCat("entry ", i, " is not \"sliding_attention\" or \"full_attention\""));
+      }
+    }
+  } else {
+    int64_t from;
+    HF_ASSIGN_OR_RETURN(from, r.Int("max_window_layers", 28, 0));
+    for (int64_t i = from; i < c->num_layers; ++i) c->sliding_layers[static_cast<size_t>(i)] = true;
+  }
+  if (std::find(c->sliding_layers.begin(), c->sliding_layers.end(), true) == c->sliding_layers.end()) {
+    c->sliding_window = 0;
+    c->sliding_layers.clear();
+  }
+  return absl::OkStatus();
+}
+
+// LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM.
+absl::Status ParseLlamaFamily(const ConfigReader& r, Family family, ModelConfig* c) {
+  switch (family) {
+    case Family::kLlama:
+    case Family::kMistral: c->arch = Architecture::kLlama; break;
+    case Family::kQwen2: c->arch = Architecture::kQwen2; break;
+    case Family::kQwen3: c->arch = Architecture::kQwen3; break;
+    case Family::kPhi3: c->arch = Architecture::kPhi3; break;
+  }
   c->norm = NormKind::kRmsNorm;
   c->position = PositionKind::kRope;
   c->rope_layout = RopeLayout::kHalf;
@@ -160,34 +254,33 @@ absl::Status ParseLlamaFamily(const ConfigReader& r, bool qwen2, ModelConfig* c)
   }
   HF_ASSIGN_OR_RETURN(c->head_dim, r.Int("head_dim", c->hidden_size / c->num_heads));
   c->rope_dim = c->head_dim;
+  if (r.Get("partial_rotary_factor") != nullptr) {  // Phi-3 family (Phi-4-mini: 0.75)
+    float fraction;
+    HF_ASSIGN_OR_RETURN(fraction, r.Float("partial_rotary_factor", std::nullopt));
+    if (!(fraction > 0.0f && fraction <= 1.0f)) return r.Error("partial_rotary_factor", "must be in (0, 1]");
+    c->rope_dim = static_cast<int64_t>(static_cast<double>(c->head_dim) * fraction);  // HF: int(head_dim * f)
+  }
   HF_ASSIGN_OR_RETURN(c->norm_eps, r.Float("rms_norm_eps", 1e-6f));
   HF_ASSIGN_OR_RETURN(c->rope_theta, r.Float("rope_theta", 10000.0f));
-  if (absl::Status s = ParseRopeScaling(r, c); !s.ok()) return s;
   HF_ASSIGN_OR_RETURN(c->context_length, r.Int("max_position_embeddings", std::nullopt));
+  if (absl::Status s = ParseRopeScaling(r, c); !s.ok()) return s;
   HF_ASSIGN_OR_RETURN(c->vocab_size, r.Int("vocab_size", std::nullopt));
   HF_ASSIGN_OR_RETURN(c->tied_embeddings, r.Bool("tie_word_embeddings", false));
   HF_ASSIGN_OR_RETURN(c->bos_id, r.TokenId("bos_token_id", -1));
   HF_ASSIGN_OR_RETURN(c->eos_id, r.TokenId("eos_token_id", -1));
   bool attention_bias;
   HF_ASSIGN_OR_RETURN(attention_bias, r.Bool("attention_bias", false));
+  const bool qwen2 = family == Family::kQwen2;
   c->qkv_bias = qwen2 || attention_bias;
   c->out_bias = !qwen2 && attention_bias;
+  c->qk_norm = family == Family::kQwen3;
   HF_ASSIGN_OR_RETURN(c->mlp_bias, r.Bool("mlp_bias", false));
   std::string act;
   HF_ASSIGN_OR_RETURN(act, r.String("hidden_act"));
   if (!act.empty() && act != "silu") {
     return absl::UnimplementedError(absl::StrCat(r.path(), ": hidden_act \"", act, "\" is not supported (silu)"));
   }
-  // Attention is full (no sliding window), so cap the context at the window: within it,
-  // full and sliding-window attention compute the same thing.
-  bool sliding = !qwen2;
-  if (qwen2) HF_ASSIGN_OR_RETURN(sliding, r.Bool("use_sliding_window", false));
-  if (sliding && r.Get("sliding_window") != nullptr) {
-    int64_t window;
-    HF_ASSIGN_OR_RETURN(window, r.Int("sliding_window", std::nullopt));
-    c->context_length = std::min(c->context_length, window);
-  }
-  return absl::OkStatus();
+  return ParseSlidingWindow(r, family, c);
 }
 
 absl::Status ParseGpt2(const ConfigReader& r, ModelConfig* c) {
@@ -250,6 +343,8 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& path) {
     if (type == "llama") arch = "LlamaForCausalLM";
     else if (type == "mistral") arch = "MistralForCausalLM";
     else if (type == "qwen2") arch = "Qwen2ForCausalLM";
+    else if (type == "qwen3") arch = "Qwen3ForCausalLM";
+    else if (type == "phi3") arch = "Phi3ForCausalLM";
     else if (type == "gpt2") arch = "GPT2LMHeadModel";
     else if (type.empty()) return r.Error("architectures", "and model_type are both missing");
     else return absl::UnimplementedError(absl::StrCat(path, ": model_type \"", type, "\" is not supported"));
@@ -259,16 +354,23 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& path) {
   c.format = "hf";
   c.name = std::filesystem::path(path).parent_path().filename().string();
   absl::Status s;
-  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") {
-    s = ParseLlamaFamily(r, /*qwen2=*/false, &c);
+  if (arch == "LlamaForCausalLM") {
+    s = ParseLlamaFamily(r, Family::kLlama, &c);
+  } else if (arch == "MistralForCausalLM") {
+    s = ParseLlamaFamily(r, Family::kMistral, &c);
   } else if (arch == "Qwen2ForCausalLM") {
-    s = ParseLlamaFamily(r, /*qwen2=*/true, &c);
+    s = ParseLlamaFamily(r, Family::kQwen2, &c);
+  } else if (arch == "Qwen3ForCausalLM") {
+    s = ParseLlamaFamily(r, Family::kQwen3, &c);
+  } else if (arch == "Phi3ForCausalLM") {
+    s = ParseLlamaFamily(r, Family::kPhi3, &c);
   } else if (arch == "GPT2LMHeadModel") {
     s = ParseGpt2(r, &c);
   } else {
     return absl::UnimplementedError(absl::StrCat(
         path, ": architecture \"", arch,
-        "\" is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel)"));
+        "\" is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+        "Phi3ForCausalLM, GPT2LMHeadModel)"));
   }
   if (!s.ok()) return s;
   if (const json* eos = r.Get("eos_token_id")) {  // Llama 3 Instruct: [end_of_text, eom, eot]

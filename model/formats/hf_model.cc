@@ -36,6 +36,8 @@ constexpr ModuleMap kLlamaLayer[] = {
     {"mlp.gate_proj", "ffn_gate", false},          {"mlp.up_proj", "ffn_up", false},
     {"mlp.down_proj", "ffn_down", false},          {"input_layernorm", "attn_norm", false},
     {"post_attention_layernorm", "ffn_norm", false},
+    {"self_attn.q_norm", "attn_q_norm", false},    {"self_attn.k_norm", "attn_k_norm", false},  // Qwen3
+    {"self_attn.qkv_proj", "attn_qkv", false},     {"mlp.gate_up_proj", "ffn_gate_up", false},  // Phi-3
 };
 
 // Per-layer modules below "h.N." (GPT-2 Conv1D weights are stored [in, out]).
@@ -76,7 +78,16 @@ std::optional<HfTensorName> MapLlama(absl::string_view s) {
   std::string n;
   absl::string_view rest;
   if (!absl::ConsumePrefix(&s, "model.layers.") || !SplitLayer(s, &n, &rest)) return std::nullopt;
-  return MapLayer(kLlamaLayer, n, rest);
+  std::optional<HfTensorName> m = MapLayer(kLlamaLayer, n, rest);
+  if (!m) return m;
+  const std::string param = std::string(rest.substr(rest.rfind('.')));  // ".weight" / ".bias"
+  const std::string b = absl::StrCat("blk.", n, ".");
+  if (absl::StrContains(m->canonical, ".attn_qkv.")) {
+    m->parts = {b + "attn_q" + param, b + "attn_k" + param, b + "attn_v" + param};
+  } else if (absl::StrContains(m->canonical, ".ffn_gate_up.")) {
+    m->parts = {b + "ffn_gate" + param, b + "ffn_up" + param};
+  }
+  return m;
 }
 
 std::optional<HfTensorName> MapGpt2(absl::string_view s) {
@@ -194,7 +205,9 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadHfModel(const std::string& dir
   for (const ExpectedTensor& e : ExpectedTensors(weights->config)) needed.insert(e.name);
   for (const Source& src : sources) {
     auto mapped = MapHfTensorName(weights->config.arch, src.hf_name);
-    if (!mapped || !needed.count(mapped->canonical)) continue;  // not read by the transformer
+    if (!mapped) continue;
+    const bool fused = !mapped->parts.empty();
+    if (fused ? !needed.count(mapped->parts[0]) : !needed.count(mapped->canonical)) continue;  // not read
     const std::string& path = src.shard->path();
     const SafetensorsEntry* entry = src.shard->Find(src.hf_name);
     if (entry == nullptr) {
@@ -212,8 +225,22 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadHfModel(const std::string& dir
       view->data = weights->Own(Transpose(view->data, in, out, DTypeSize(view->dtype)));
       view->shape = {view->shape[1], view->shape[0]};
     }
-    if (absl::Status s = weights->Add(*std::move(view)); !s.ok()) {
-      return Prefixed(s, absl::StrCat(path, ": tensor \"", src.hf_name, "\": "));
+    std::vector<TensorView> parts;
+    if (fused) {
+      const ModelConfig& c = weights->config;
+      const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+      const std::vector<int64_t> rows =
+          mapped->parts.size() == 3 ? std::vector<int64_t>{q, kv, kv} : std::vector<int64_t>{c.ffn_dim, c.ffn_dim};
+      auto split = SplitRows(*view, mapped->parts, rows);
+      if (!split.ok()) return Prefixed(split.status(), absl::StrCat(path, ": tensor \"", src.hf_name, "\": "));
+      parts = *std::move(split);
+    } else {
+      parts.push_back(*std::move(view));
+    }
+    for (TensorView& part : parts) {
+      if (absl::Status s = weights->Add(std::move(part)); !s.ok()) {
+        return Prefixed(s, absl::StrCat(path, ": tensor \"", src.hf_name, "\": "));
+      }
     }
   }
   for (const auto& shard : shards) weights->KeepAlive(shard->file());

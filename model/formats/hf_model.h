@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/model_config.h"
@@ -23,6 +24,10 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadHfModel(const std::string& dir
 struct HfTensorName {
   std::string canonical;   // e.g. "blk.3.attn_q.weight"
   bool transpose = false;  // GPT-2 Conv1D weight stored [in, out]
+  // A fused Llama-family tensor (Phi-3's qkv_proj, gate_up_proj): the canonical names of
+  // its row ranges in order (q | k | v, gate | up), which the loader views one by one;
+  // `canonical` is then the fused name ("blk.3.attn_qkv.weight", "blk.3.ffn_gate_up.weight").
+  std::vector<std::string> parts = {};
 };
 
 // The canonical name for HuggingFace tensor `hf_name` of architecture `arch`, or

@@ -181,6 +181,17 @@ bool UseAvx512Bf16() {
 
 }  // namespace simd
 
+void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t dim, const float* w, float eps) {
+  const auto row = UseAvx512() ? RmsNormRowAvx512 : RmsNormRowScalar;
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * heads * dim >= kParallelWork)
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + r * row_stride + h * dim;
+      row(v, w, dim, eps, v);
+    }
+  }
+}
+
 void RmsNorm(const float* x, const float* w, int64_t rows, int64_t dim, float eps, float* y) {
   const auto row = UseAvx512() ? RmsNormRowAvx512 : RmsNormRowScalar;
 #pragma omp parallel for schedule(static) if (rows > 1 && rows * dim >= kParallelWork)

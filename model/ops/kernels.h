@@ -25,9 +25,24 @@ void GeluTanh(float* x, int64_t n);
 // y[i] += x[i].
 void AddInPlace(float* y, const float* x, int64_t n);
 
+// y[r, h] = RmsNorm(x[r, h]) for `rows` rows (row stride `row_stride` floats) of `heads`
+// consecutive vectors of `dim`, each scaled by the same w [dim] (Qwen3's q/k norm). In place.
+void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t dim, const float* w, float eps);
+
 // Inverse frequencies of RoPE for one head: rope_dim/2 values, with the config's
-// scaling (none, linear, llama3) applied.
+// scaling (none, linear, llama3; longrope: the short factors) applied.
 std::vector<float> RopeInvFreq(const ModelConfig& config);
+
+// Everything RopeTable needs for a model: inv_freq for positions below long_from,
+// long_inv_freq from there on (longrope only; empty otherwise), and the factor on cos
+// and sin (longrope's attention factor; 1 otherwise).
+struct RopeFrequencies {
+  std::vector<float> inv_freq;
+  std::vector<float> long_inv_freq;
+  int64_t long_from = 0;
+  float mscale = 1.0f;
+};
+RopeFrequencies RopeFrequenciesFor(const ModelConfig& config);
 
 // Rotates `rows` rows of `heads` heads of `head_dim` values in place, row r at
 // position positions[r], the first `rope_dim` dims of each head, in `layout`:
@@ -41,6 +56,9 @@ void ApplyRope(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_
 // for row r, cos then sin of positions[r] · inv_freq[i]; ApplyRopeTable rotates with it
 // exactly as ApplyRope does.
 void RopeTable(const int32_t* positions, int64_t rows, const std::vector<float>& inv_freq, float* table);
+// The same with a model's frequencies: row r uses long_inv_freq when positions[r] >=
+// long_from (and it is not empty), and cos and sin are multiplied by mscale.
+void RopeTable(const int32_t* positions, int64_t rows, const RopeFrequencies& freqs, float* table);
 void ApplyRopeTable(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
                     const float* table, int64_t table_half, RopeLayout layout);
 

@@ -59,6 +59,34 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), optimize("fp-contract=off"))
 }
 }  // namespace
 
+namespace {
+
+// 1 / (factor[i] · theta^(2i / rope_dim)), as HF's _compute_longrope_parameters (float32).
+std::vector<float> LongRopeInvFreq(const ModelConfig& config, const std::vector<float>& factor) {
+  const int64_t rope_dim = config.rope_dim > 0 ? config.rope_dim : config.head_dim;
+  const int64_t half = std::min<int64_t>(rope_dim / 2, static_cast<int64_t>(factor.size()));
+  std::vector<float> inv_freq(static_cast<size_t>(std::max<int64_t>(half, 0)));
+  for (int64_t i = 0; i < half; ++i) {
+    inv_freq[i] =
+        1.0f / (factor[i] * powf(config.rope_theta, static_cast<float>(2 * i) / static_cast<float>(rope_dim)));
+  }
+  return inv_freq;
+}
+
+}  // namespace
+
+RopeFrequencies RopeFrequenciesFor(const ModelConfig& config) {
+  RopeFrequencies f;
+  f.inv_freq = RopeInvFreq(config);
+  const RopeScaling& s = config.rope_scaling;
+  if (s.kind == RopeScalingKind::kLongRope) {
+    f.long_inv_freq = LongRopeInvFreq(config, s.long_factor);
+    f.long_from = s.original_context;  // p + 1 > original  <=>  p >= original
+    f.mscale = s.attention_factor;
+  }
+  return f;
+}
+
 std::vector<float> RopeInvFreq(const ModelConfig& config) {
   const int64_t rope_dim = config.rope_dim > 0 ? config.rope_dim : config.head_dim;
   const int64_t half = rope_dim / 2;
@@ -71,6 +99,8 @@ std::vector<float> RopeInvFreq(const ModelConfig& config) {
   switch (s.kind) {
     case RopeScalingKind::kNone:
       break;
+    case RopeScalingKind::kLongRope:
+      return LongRopeInvFreq(config, s.short_factor);
     case RopeScalingKind::kLinear:
       for (float& f : inv_freq) f /= s.factor;
       break;
@@ -110,6 +140,27 @@ void RopeTable(const int32_t* positions, int64_t rows, const std::vector<float>&
       const float angle = pos * inv_freq[i];
       t[i] = cosf(angle);
       t[half + i] = sinf(angle);
+    }
+  }
+}
+
+void RopeTable(const int32_t* positions, int64_t rows, const RopeFrequencies& freqs, float* table) {
+  if (freqs.long_inv_freq.empty() && freqs.mscale == 1.0f) {
+    RopeTable(positions, rows, freqs.inv_freq, table);
+    return;
+  }
+  const int64_t half = static_cast<int64_t>(freqs.inv_freq.size());
+  const bool has_long = static_cast<int64_t>(freqs.long_inv_freq.size()) == half;
+  const float mscale = freqs.mscale;
+#pragma omp parallel for schedule(static) if (rows >= kParallelRows)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* t = table + r * 2 * half;
+    const float pos = static_cast<float>(positions[r]);
+    const std::vector<float>& inv = has_long && positions[r] >= freqs.long_from ? freqs.long_inv_freq : freqs.inv_freq;
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = pos * inv[i];
+      t[i] = cosf(angle) * mscale;  // HF: cos = emb.cos() * attention_scaling
+      t[half + i] = sinf(angle) * mscale;
     }
   }
 }

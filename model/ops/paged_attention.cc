@@ -39,6 +39,8 @@ void RunTaskScalar(const Args& a, const Task& t, const Task* /*successor*/) {
   const int64_t pos0 = int64_t{s.context} - s.rows;  // position of the sequence's row 0
   const int64_t nq = int64_t{t.row_end - t.row_begin} * g;
   const int64_t n_tok = pos0 + t.row_end;  // tokens the task's last row sees
+  const int64_t first_pos = pos0 + t.row_begin;  // position of the task's row 0
+  const int64_t n_rows = t.row_end - t.row_begin;
   thread_local ScalarScratch sc;
   float* kr = Grow(sc.k, static_cast<size_t>(hd));
   float* vr = Grow(sc.v, static_cast<size_t>(hd));
@@ -52,13 +54,16 @@ void RunTaskScalar(const Args& a, const Task& t, const Task* /*successor*/) {
     const int64_t row = s.row_start + t.row_begin + qi / g, head = t.kv_head * g + qi % g;
     return a.q + row * a.q_stride + head * hd;
   };
-  for (int64_t tok = 0; tok < n_tok; ++tok) {
+  const int64_t tok0 = a.window > 0 ? std::max<int64_t>(0, first_pos - a.window + 1) : 0;
+  for (int64_t tok = tok0; tok < n_tok; ++tok) {
     const int64_t block = s.block_table[static_cast<size_t>(tok / bs)];
     a.cache->ReadK(a.layer, block, t.kv_head, tok % bs, kr);
     a.cache->ReadV(a.layer, block, t.kv_head, tok % bs, vr);
-    // Rows at positions >= tok see this token: a suffix of the task's queries.
-    const int64_t first_row = std::max<int64_t>(0, tok - pos0 - t.row_begin);
-    for (int64_t qi = first_row * g; qi < nq; ++qi) {
+    // Rows at positions >= tok see this token: a suffix of the task's queries; with a
+    // window, only those at positions < tok + window.
+    const int64_t first_row = std::max<int64_t>(0, tok - first_pos);
+    const int64_t end_row = a.window > 0 ? std::min<int64_t>(n_rows, tok + a.window - first_pos) : n_rows;
+    for (int64_t qi = first_row * g; qi < end_row * g; ++qi) {
       const float* q = q_row(qi);
       float dot = 0;
       for (int64_t d = 0; d < hd; ++d) dot += q[d] * kr[d];
@@ -85,7 +90,7 @@ void RunTaskScalar(const Args& a, const Task& t, const Task* /*successor*/) {
 
 void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs,
                         const float* q, int64_t q_stride, int64_t num_heads, float scale, float* out,
-                        int64_t out_stride) {
+                        int64_t out_stride, int64_t window) {
   const KvCacheConfig& c = cache.config();
   assert(num_heads > 0 && num_heads % c.num_kv_heads == 0);
   Args a;
@@ -100,6 +105,7 @@ void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::spa
   a.scale = scale;
   a.out = out;
   a.out_stride = out_stride;
+  a.window = window;
 
   // The task list lives on the calling thread and keeps its capacity between calls.
   thread_local std::vector<Task> tasks;
@@ -121,8 +127,9 @@ void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::spa
         t.row_begin = static_cast<int32_t>(k * s.rows / chunks);
         t.row_end = static_cast<int32_t>((k + 1) * s.rows / chunks);
         tasks.push_back(t);
-        // Work ~ rows × tokens seen by the last row.
-        cost.push_back(int64_t{t.row_end - t.row_begin} * (int64_t{s.context} - s.rows + t.row_end));
+        // Work ~ rows × tokens read (up to the last row's position).
+        cost.push_back(int64_t{t.row_end - t.row_begin} *
+                       (int64_t{s.context} - s.rows + t.row_end - TaskFirstToken(a, t)));
       }
     }
   }
@@ -160,9 +167,10 @@ void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::spa
 }  // namespace attention
 
 void PagedAttention(const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs, const float* q,
-                    int64_t q_stride, int64_t num_heads, float scale, float* out, int64_t out_stride) {
+                    int64_t q_stride, int64_t num_heads, float scale, float* out, int64_t out_stride,
+                    int64_t window) {
   attention::PagedAttentionWith(attention::Impl::kAuto, cache, layer, seqs, q, q_stride, num_heads, scale, out,
-                                out_stride);
+                                out_stride, window);
 }
 
 }  // namespace llmserve

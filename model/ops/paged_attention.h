@@ -26,8 +26,14 @@ struct AttentionSeq {
 // strides q_stride / out_stride (floats). Parallel (OpenMP) over (sequence, KV head,
 // row range); the result does not depend on the thread count or on the rest of the
 // batch (bit for bit). AVX-512 where the CPU has it, else scalar.
+//
+// window > 0 (sliding-window attention): a row at position p attends only to positions
+// (p - window, p], its last `window` tokens including itself; a task starts reading at
+// the block that holds its first row's first visible token, so whole blocks before the
+// window are skipped. window <= 0: full causal attention.
 void PagedAttention(const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs, const float* q,
-                    int64_t q_stride, int64_t num_heads, float scale, float* out, int64_t out_stride);
+                    int64_t q_stride, int64_t num_heads, float scale, float* out, int64_t out_stride,
+                    int64_t window = 0);
 
 // The AVX-512 kernel's K/V prefetch stream (model/ops/paged_attention_prefetch.h), on by
 // default; off only for in-process A/B benchmarks. Results do not depend on it.

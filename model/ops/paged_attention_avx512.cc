@@ -35,6 +35,7 @@ constexpr int kTile = kVec * kTileVecs;  // score row stride
 constexpr int kQBlock = 4;               // queries sharing each load
 constexpr int kDBlock = 4;               // value vectors per accumulation pass
 constexpr float kLog2e = 1.44269504088896341f;
+static_assert(kVec == kVectorTokens && kTileVecs == kTileVectors, "TaskFirstToken's grid is this tiling");
 
 // Up to 16 consecutive tokens of one block (the first at an even slot).
 struct TokenVec {
@@ -427,6 +428,8 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
   const int64_t first_pos = pos0 + t.row_begin;       // position of the task's row 0
   const int64_t nq = int64_t{t.row_end - t.row_begin} * g;
   const int64_t n_tok = pos0 + t.row_end;  // tokens the task's last row sees
+  const int64_t tok0 = TaskFirstToken(a, t);  // first token read (block-aligned)
+  const int64_t window = a.window;
   const int64_t kstep = bs * 4;            // bytes between K dims / dim pairs
   const int64_t vrow = hd * 4;             // bytes of a V row: an f32 token's, a bf16 token pair's
 
@@ -458,7 +461,7 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
   // block, the score pass's dims (pairs) and each value pass's tokens (pairs). Exact for
   // decode; for prefill rows (which skip tiles past their position) an over-estimate,
   // so the stream may end short: the loss is prefetches, never results.
-  const int64_t n_tiles = (n_tok + kTile - 1) / kTile;
+  const int64_t n_tiles = (n_tok - tok0 + kTile - 1) / kTile;
   const int64_t q_blocks = (nq + kQBlock - 1) / kQBlock;
   const int64_t value_passes = (hd + kDBlock * kVec - 1) / (kDBlock * kVec);
   const int64_t per_tile = kBf16 ? hd / 2 + value_passes * (kTile / 2) : hd + value_passes * kTile;
@@ -466,7 +469,7 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
 
   Tile tiles[2];
   Tile successor_first;  // the successor task's first tile: prefetched during the last tile
-  BuildTile<kBf16>(cache, a.layer, t.kv_head, s.block_table.data(), vrow, 0, n_tok, tiles[0]);
+  BuildTile<kBf16>(cache, a.layer, t.kv_head, s.block_table.data(), vrow, tok0, n_tok, tiles[0]);
   for (int64_t i = 0; tiles[i % 2].n > 0; ++i) {
     const Tile& tile = tiles[i % 2];
     Tile& next = tiles[(i + 1) % 2];
@@ -474,8 +477,9 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
     const Tile* ahead = &next;
     if (next.n == 0 && successor != nullptr) {
       const AttentionSeq& ss = a.seqs[successor->seq];
-      BuildTile<kBf16>(cache, a.layer, successor->kv_head, ss.block_table.data(), vrow, 0,
-                       int64_t{ss.context} - ss.rows + successor->row_end, successor_first);
+      BuildTile<kBf16>(cache, a.layer, successor->kv_head, ss.block_table.data(), vrow,
+                       TaskFirstToken(a, *successor), int64_t{ss.context} - ss.rows + successor->row_end,
+                       successor_first);
       ahead = &successor_first;
     }
     const bool pf = ahead->n > 0;  // the first query block's passes prefetch the tile ahead
@@ -499,6 +503,8 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
 
     for (int64_t qi = q_first; qi < nq; ++qi) {
       const int64_t visible = first_pos + qi / g - t0 + 1;  // >= 1
+      // With a window, tile tokens j < hidden are before it (j + t0 <= position - window).
+      const int64_t hidden = window > 0 ? first_pos + qi / g - window + 1 - t0 : 0;
       float* pr = p + qi * kTile;
       // Scores are compact (token j at pr[j]): whole vectors of 16 with a tail mask.
       const int64_t nvec = (tile_n + kVec - 1) / kVec;
@@ -506,6 +512,7 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
       __m512 mx = _mm512_set1_ps(-kInf);
       for (int v = 0; v < nvec; ++v) {
         mask[v] = FirstLanes(Min(tile_n, visible) - v * kVec);
+        if (hidden > v * kVec) mask[v] = static_cast<__mmask16>(mask[v] & ~FirstLanes(hidden - v * kVec));
         mx = _mm512_mask_max_ps(mx, mask[v], mx, _mm512_maskz_loadu_ps(mask[v], pr + v * kVec));
       }
       const float tile_max = _mm512_reduce_max_ps(mx);
@@ -518,7 +525,9 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
         _mm512_storeu_ps(pr + v * kVec, e);  // zero where not visible
         sum = _mm512_add_ps(sum, e);
       }
-      corr[qi] = __builtin_exp2f(m[qi] - m_new);  // 0 on the first tile (m = -inf)
+      // 0 on the first tile the query sees (m = -inf); before it (a window's start not
+      // reached: nothing seen yet, m_new = -inf) acc and l stay 0.
+      corr[qi] = m_new == -kInf ? 0.0f : __builtin_exp2f(m[qi] - m_new);
       l[qi] = l[qi] * corr[qi] + _mm512_reduce_add_ps(sum);
       m[qi] = m_new;
       if constexpr (kDot) {

@@ -21,6 +21,7 @@ struct Args {
   float scale = 0;
   float* out = nullptr;
   int64_t out_stride = 0;
+  int64_t window = 0;  // > 0: sliding window (see PagedAttention)
 };
 
 // One unit of parallel work: rows [row_begin, row_end) of sequence `seq` (indices into
@@ -32,6 +33,30 @@ struct Task {
   int32_t row_begin = 0;
   int32_t row_end = 0;
 };
+
+// The AVX-512 kernel's tiling: vectors of up to 16 tokens that never cross a block,
+// tiles of 4 vectors.
+constexpr int64_t kVectorTokens = 16;
+constexpr int64_t kTileVectors = 4;
+
+// The first token task `t` reads: 0 for full attention; with a window, the start of the
+// tile (in the tiling from token 0) that holds the first token its first row sees (its
+// other rows see later ones). On that grid the tile boundaries, and with them the order
+// of the online softmax's updates, do not depend on how the rows are split into tasks or
+// chunks: results stay bit-identical however a prompt is chunked.
+inline int64_t TaskFirstToken(const Args& a, const Task& t) {
+  if (a.window <= 0) return 0;
+  const AttentionSeq& s = a.seqs[t.seq];
+  const int64_t first = int64_t{s.context} - s.rows + t.row_begin - a.window + 1;
+  if (first <= 0) return 0;
+  const int64_t bs = a.cache->config().block_size;
+  const int64_t vectors_per_block = (bs + kVectorTokens - 1) / kVectorTokens;
+  int64_t blocks_per_group = kTileVectors;  // blocks whose vectors fill whole tiles
+  while (blocks_per_group > 1 && (blocks_per_group / 2) * vectors_per_block % kTileVectors == 0) {
+    blocks_per_group /= 2;
+  }
+  return first / (bs * blocks_per_group) * (bs * blocks_per_group);
+}
 
 // Rows per task so that a task holds about this many (row, query head) pairs: long
 // prefill chunks are split (bounded scratch, more parallelism), decode rows never are.
@@ -50,6 +75,6 @@ enum class Impl { kAuto, kScalar, kAvx512 };
 // PagedAttention with a chosen kernel (kAuto: AVX-512 where the CPU has it). For tests.
 void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs,
                         const float* q, int64_t q_stride, int64_t num_heads, float scale, float* out,
-                        int64_t out_stride);
+                        int64_t out_stride, int64_t window = 0);
 
 }  // namespace llmserve::attention

@@ -16,17 +16,21 @@ namespace attention {
 
 namespace {
 
-// Blocks a task reads: those holding the tokens its last row sees.
+// The first block a task reads (0 unless a window skips some).
+int64_t TaskFirstBlock(const Args& a, const Task& t) { return TaskFirstToken(a, t) / a.cache->config().block_size; }
+
+// Blocks a task reads: those holding the tokens its last row sees, from its first block.
 int64_t TaskBlocks(const Args& a, const Task& t) {
   const AttentionSeq& s = a.seqs[t.seq];
   const int64_t n_tok = int64_t{s.context} - s.rows + t.row_end;
   const int64_t bs = a.cache->config().block_size;
-  return (n_tok + bs - 1) / bs;
+  return (n_tok + bs - 1) / bs - TaskFirstBlock(a, t);
 }
 
-// Run r of a task in reading order: block r / 2's K run (r even) or V run (r odd).
+// Run r of a task in reading order: block r / 2's K run (r even) or V run (r odd),
+// counted from the task's first block.
 const uint8_t* TaskRun(const Args& a, const Task& t, int64_t r) {
-  const int64_t block = a.seqs[t.seq].block_table[static_cast<size_t>(r / 2)];
+  const int64_t block = a.seqs[t.seq].block_table[static_cast<size_t>(TaskFirstBlock(a, t) + r / 2)];
   return r % 2 == 0 ? a.cache->K(a.layer, block, t.kv_head) : a.cache->V(a.layer, block, t.kv_head);
 }
 

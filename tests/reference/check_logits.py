@@ -2,9 +2,11 @@
 """Compares llmrun's logits and greedy ids with the independent numpy reference.
 
 For each case (Llama with GQA and llama3 RoPE scaling, Qwen2 with QKV biases, Mistral
-with MQA, GPT-2, a tied-embedding Llama with linear RoPE scaling) this writes small
-random-weight checkpoints -- an HF directory in F32 (and BF16) and the same weights as
-GGUF F32/F16/BF16 -- runs
+with MQA, GPT-2, a tied-embedding Llama with linear RoPE scaling, Qwen3 with q/k norms and
+a head_dim other than hidden/heads, Phi-3 with fused weights, LongRoPE, partial rotary and
+a sliding window, Mistral with a small sliding window, Qwen2 with a window from
+max_window_layers on) this writes small random-weight checkpoints -- an HF directory in
+F32 (and BF16) and the same weights as GGUF F32/F16/BF16 -- runs
 
   llmrun --model M --prompts-file F --max-tokens 8 --top-logits V --weight-dtype f32 --kv-dtype f32
 
@@ -53,7 +55,11 @@ PROMPTS = [
 LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
           "original_max_position_embeddings": 256}
 
-# (spec, seed, HF shard size in bytes or None)
+# Phi-3's LongRoPE factors for rope_dim 18 (9 pairs); dyadic, so float32 holds them exactly.
+PHI3_LONGROPE = {"type": "longrope", "short_factor": [1.0, 1.0, 1.125, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0],
+                 "long_factor": [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0]}
+
+# (spec, seed, HF shard size in bytes or None[, False: HF files only])
 CASES = [
     (ckpt.ModelSpec("llama_gqa_llama3", "llama", hidden_size=64, num_layers=4, num_heads=8, num_kv_heads=2,
                     ffn_dim=160, vocab_size=300, context_length=512, norm_eps=1e-5, rope_theta=500000.0,
@@ -69,6 +75,21 @@ CASES = [
     (ckpt.ModelSpec("llama_tied_linear", "llama", hidden_size=96, num_layers=2, num_heads=6, num_kv_heads=3,
                     ffn_dim=256, vocab_size=300, context_length=512, norm_eps=1e-5, rope_theta=10000.0,
                     rope_scaling={"rope_type": "linear", "type": "linear", "factor": 2.0}, tied=True), 15, None),
+    (ckpt.ModelSpec("qwen3_qk_norm", "qwen3", hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2,
+                    ffn_dim=128, vocab_size=300, context_length=512, norm_eps=1e-6, rope_theta=1000000.0,
+                    tied=True, head_dim_override=32), 16, None),
+    # Long factors from position 64 on (the 121-token prompt crosses it); window 40.
+    (ckpt.ModelSpec("phi3_longrope_swa", "phi3", hidden_size=96, num_layers=2, num_heads=4, num_kv_heads=2,
+                    ffn_dim=160, vocab_size=300, context_length=256, norm_eps=1e-5, rope_theta=10000.0,
+                    rope_scaling=PHI3_LONGROPE, partial_rotary_factor=0.75, original_context=64,
+                    sliding_window=40), 17, None),
+    (ckpt.ModelSpec("mistral_swa12", "mistral", hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2,
+                    ffn_dim=128, vocab_size=300, context_length=512, norm_eps=1e-5, rope_theta=10000.0,
+                    sliding_window=12), 18, None),
+    # Layer 0 full, layers 1-2 windowed (HF only: GGUF has no per-layer windows for qwen2).
+    (ckpt.ModelSpec("qwen2_swa_layers", "qwen2", hidden_size=64, num_layers=3, num_heads=4, num_kv_heads=2,
+                    ffn_dim=128, vocab_size=300, context_length=512, norm_eps=1e-6, rope_theta=10000.0,
+                    sliding_window=10, max_window_layers=1), 19, None, False),
 ]
 
 
@@ -79,7 +100,7 @@ class Variant:
         self.name, self.path, self.weights, self.rounding, self.flags = name, path, weights, rounding, list(flags)
 
 
-def write_case(spec, seed, shard_bytes, workdir):
+def write_case(spec, seed, shard_bytes, workdir, gguf=True):
     """Writes every file of one case; returns the variants and the f32 weights."""
     w = ckpt.random_weights(spec, seed)
     d = os.path.join(workdir, spec.name)
@@ -92,7 +113,10 @@ def write_case(spec, seed, shard_bytes, workdir):
     variants = [Variant("hf-f32", hf32, w, "f32"),
                 Variant("hf-f32-batch", hf32, w, "f32", ["--batch", "--prefill-chunk", "7", "--block-size", "8"]),
                 Variant("hf-bf16", hf16, {n: formats.round_to(a, "bf16") for n, a in w.items()}, "bf16")]
-    for dt in formats.DTYPES:
+    if spec.sliding_window:  # the window again across blocks of 16 and chunks of 5
+        variants.append(Variant("hf-f32-batch16", hf32, w, "f32",
+                                ["--batch", "--prefill-chunk", "5", "--block-size", "16"]))
+    for dt in formats.DTYPES if gguf else ():
         path = os.path.join(d, "model-%s.gguf" % dt)
         ckpt.write_gguf(path, spec, w.__getitem__, dt, tok_kvs)
         variants.append(Variant("gguf-" + dt, path, ckpt.gguf_rounded(spec, w, dt), dt))
@@ -229,9 +253,9 @@ def main():
             f.write(json.dumps(p, ensure_ascii=False) + "\n")
 
     all_fails = []
-    for spec, seed, shard in cases:
+    for spec, seed, shard, *rest in cases:
         t0 = time.time()
-        variants, w32 = write_case(spec, seed, shard, workdir)
+        variants, w32 = write_case(spec, seed, shard, workdir, *rest)
         cfg = ckpt.hf_config(spec)
         prompt_ids = [ckpt.encode_prompt(spec, p) for p in PROMPTS]
         ref_cache = {}

@@ -22,16 +22,19 @@ sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import formats  # noqa: E402
 
-LLAMA_FAMILY = ("llama", "mistral", "qwen2")
+LLAMA_FAMILY = ("llama", "mistral", "qwen2", "qwen3", "phi3")
 HF_ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                    "qwen2": "Qwen2ForCausalLM", "gpt2": "GPT2LMHeadModel"}
+                    "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
+                    "gpt2": "GPT2LMHeadModel"}
+# general.architecture llama.cpp's converter gives each (Mistral converts as llama).
+GGUF_ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "phi3": "phi3", "gpt2": "gpt2"}
 
 
 @dataclasses.dataclass
 class ModelSpec:
     """The shape and hyper-parameters of a decoder-only model."""
     name: str
-    arch: str                     # llama, mistral, qwen2, gpt2
+    arch: str                     # llama, mistral, qwen2, qwen3, phi3, gpt2
     hidden_size: int
     num_layers: int
     num_heads: int
@@ -41,14 +44,24 @@ class ModelSpec:
     context_length: int
     norm_eps: float = 1e-5
     rope_theta: float = 10000.0
-    rope_scaling: dict = None     # HF form: {"rope_type": "llama3", "factor": ...} or linear
+    rope_scaling: dict = None     # HF form: {"rope_type": "llama3", "factor": ...}, linear, or
+                                  # {"type": "longrope", "short_factor": [...], "long_factor": [...]}
     tied: bool = False
     bos_id: int = 256
     eos_id: int = 257
+    head_dim_override: int = None       # config head_dim (Qwen3: may differ from hidden / heads)
+    sliding_window: int = None          # mistral, phi3: every layer; qwen2/3: see max_window_layers
+    max_window_layers: int = None       # qwen2/3: use_sliding_window, window on layers >= this
+    partial_rotary_factor: float = None  # phi3: rotate int(head_dim * f) dims of each head
+    original_context: int = None        # phi3 longrope: original_max_position_embeddings
 
     @property
     def head_dim(self):
-        return self.hidden_size // self.num_heads
+        return self.head_dim_override or self.hidden_size // self.num_heads
+
+    @property
+    def rope_dim(self):
+        return int(self.head_dim * (self.partial_rotary_factor or 1.0))
 
 
 # ---- Tensor names and shapes (HF) ------------------------------------------------------
@@ -74,15 +87,24 @@ def hf_tensor_shapes(spec):
         out.append(("model.embed_tokens.weight", (v, d)))
         for i in range(spec.num_layers):
             p = "model.layers.%d." % i
-            out += [(p + "input_layernorm.weight", (d,)),
-                    (p + "self_attn.q_proj.weight", (q, d)), (p + "self_attn.k_proj.weight", (kv, d)),
-                    (p + "self_attn.v_proj.weight", (kv, d))]
+            out.append((p + "input_layernorm.weight", (d,)))
+            if spec.arch == "phi3":  # fused q|k|v and gate|up
+                out.append((p + "self_attn.qkv_proj.weight", (q + 2 * kv, d)))
+            else:
+                out += [(p + "self_attn.q_proj.weight", (q, d)), (p + "self_attn.k_proj.weight", (kv, d)),
+                        (p + "self_attn.v_proj.weight", (kv, d))]
             if spec.arch == "qwen2":
                 out += [(p + "self_attn.q_proj.bias", (q,)), (p + "self_attn.k_proj.bias", (kv,)),
                         (p + "self_attn.v_proj.bias", (kv,))]
-            out += [(p + "self_attn.o_proj.weight", (d, q)), (p + "post_attention_layernorm.weight", (d,)),
-                    (p + "mlp.gate_proj.weight", (f, d)), (p + "mlp.up_proj.weight", (f, d)),
-                    (p + "mlp.down_proj.weight", (d, f))]
+            if spec.arch == "qwen3":
+                out += [(p + "self_attn.q_norm.weight", (spec.head_dim,)),
+                        (p + "self_attn.k_norm.weight", (spec.head_dim,))]
+            out += [(p + "self_attn.o_proj.weight", (d, q)), (p + "post_attention_layernorm.weight", (d,))]
+            if spec.arch == "phi3":
+                out.append((p + "mlp.gate_up_proj.weight", (2 * f, d)))
+            else:
+                out += [(p + "mlp.gate_proj.weight", (f, d)), (p + "mlp.up_proj.weight", (f, d))]
+            out.append((p + "mlp.down_proj.weight", (d, f)))
         out.append(("model.norm.weight", (d,)))
     if not spec.tied:
         out.append(("lm_head.weight", (v, d)))
@@ -139,10 +161,21 @@ def hf_config(spec):
          "max_position_embeddings": spec.context_length, "vocab_size": spec.vocab_size,
          "tie_word_embeddings": spec.tied, "bos_token_id": spec.bos_id, "eos_token_id": spec.eos_id,
          "torch_dtype": "float32"}
+    if spec.head_dim_override:
+        c["head_dim"] = spec.head_dim_override
     if spec.arch == "mistral":
-        c["sliding_window"] = 4096  # larger than any test context: no effect
-    if spec.arch == "qwen2":
-        c["use_sliding_window"] = False
+        c["sliding_window"] = spec.sliding_window or 4096  # 4096: larger than any test context, no effect
+    if spec.arch in ("qwen2", "qwen3"):
+        c["use_sliding_window"] = spec.sliding_window is not None
+        c["sliding_window"] = spec.sliding_window or 4096
+        c["max_window_layers"] = spec.max_window_layers if spec.max_window_layers is not None else 28
+    if spec.arch == "qwen3":
+        c["attention_bias"] = False
+    if spec.arch == "phi3":
+        c["sliding_window"] = spec.sliding_window
+        c["original_max_position_embeddings"] = spec.original_context or spec.context_length
+        if spec.partial_rotary_factor:
+            c["partial_rotary_factor"] = spec.partial_rotary_factor
     return c
 
 
@@ -213,8 +246,13 @@ _GLOBAL = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight"
            "ln_f.bias": "output_norm.bias"}
 
 
+_LLAMA_LAYER.update({"self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",  # qwen3
+                     "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"})    # phi3: fused
+
+
 def gguf_name(spec, hf_name):
-    """The GGUF tensor name llama.cpp gives an HF tensor."""
+    """The GGUF tensor name llama.cpp gives an HF tensor (phi3's gate_up_proj becomes
+    ffn_up, holding gate | up)."""
     if hf_name in _GLOBAL:
         return _GLOBAL[hf_name]
     prefix, table = ("model.layers.", _LLAMA_LAYER) if spec.arch != "gpt2" else ("h.", _GPT2_LAYER)
@@ -224,10 +262,13 @@ def gguf_name(spec, hf_name):
 
 
 def gguf_tensor(spec, hf_name, a):
-    """An HF tensor converted as convert_hf_to_gguf.py does: Q/K rows permuted (llama),
+    """An HF tensor converted as convert_hf_to_gguf.py does: Q/K rows permuted (llama
+    arch only: qwen2, qwen3 and phi3 keep HF's rows, llama.cpp rotates them NEOX-style),
     Conv1D weights transposed to [out, in] (GPT-2)."""
     if spec.arch == "gpt2":
         return np.ascontiguousarray(a.T) if a.ndim == 2 and ".c_" in hf_name else a
+    if GGUF_ARCH[spec.arch] != "llama":
+        return a
     if "q_proj" in hf_name:
         return permute_qk(a, spec.num_heads, spec.num_heads)
     if "k_proj" in hf_name:
@@ -268,7 +309,7 @@ def llama3_rope_factors(spec):
 def gguf_hparams(spec, dtype):
     """The general.* and <arch>.* metadata."""
     F = formats
-    arch = "gpt2" if spec.arch == "gpt2" else "llama"
+    arch = GGUF_ARCH[spec.arch]
     kv = [("general.architecture", F.GGUF_STRING, arch), ("general.name", F.GGUF_STRING, spec.name),
           ("general.file_type", F.GGUF_U32, {"f32": 0, "f16": 1, "bf16": 32}[dtype]),
           (arch + ".context_length", F.GGUF_U32, spec.context_length),
@@ -278,19 +319,31 @@ def gguf_hparams(spec, dtype):
           (arch + ".attention.head_count", F.GGUF_U32, spec.num_heads)]
     if arch == "gpt2":
         return kv + [("gpt2.attention.layer_norm_epsilon", F.GGUF_F32, spec.norm_eps)]
-    kv += [("llama.attention.head_count_kv", F.GGUF_U32, spec.num_kv_heads),
-           ("llama.attention.layer_norm_rms_epsilon", F.GGUF_F32, spec.norm_eps),
-           ("llama.rope.freq_base", F.GGUF_F32, spec.rope_theta),
-           ("llama.rope.dimension_count", F.GGUF_U32, spec.head_dim),
-           ("llama.vocab_size", F.GGUF_U32, spec.vocab_size)]
+    a = arch + "."
+    kv += [(a + "attention.head_count_kv", F.GGUF_U32, spec.num_kv_heads),
+           (a + "attention.layer_norm_rms_epsilon", F.GGUF_F32, spec.norm_eps),
+           (a + "rope.freq_base", F.GGUF_F32, spec.rope_theta),
+           (a + "rope.dimension_count", F.GGUF_U32, spec.rope_dim),
+           (a + "vocab_size", F.GGUF_U32, spec.vocab_size)]
+    if spec.head_dim_override:  # the converter writes config head_dim as key/value length
+        kv += [(a + "attention.key_length", F.GGUF_U32, spec.head_dim),
+               (a + "attention.value_length", F.GGUF_U32, spec.head_dim)]
+    if spec.arch in ("mistral", "phi3") and spec.sliding_window:
+        kv.append((a + "attention.sliding_window", F.GGUF_U32, spec.sliding_window))
     s = spec.rope_scaling or {}
     kind = s.get("rope_type", s.get("type"))
     if kind == "linear":
-        kv += [("llama.rope.scaling.type", F.GGUF_STRING, "linear"),
-               ("llama.rope.scaling.factor", F.GGUF_F32, s["factor"])]
+        kv += [(a + "rope.scaling.type", F.GGUF_STRING, "linear"),
+               (a + "rope.scaling.factor", F.GGUF_F32, s["factor"])]
     elif kind == "llama3":  # factors go into rope_freqs.weight; the context lets a loader verify them
-        kv.append(("llama.rope.scaling.original_context_length", F.GGUF_U32,
+        kv.append((a + "rope.scaling.original_context_length", F.GGUF_U32,
                    s.get("original_max_position_embeddings", 8192)))
+    elif kind in ("longrope", "su"):  # Phi3MiniModel: factors as rope_factors_{long,short}.weight
+        orig = spec.original_context
+        scale = spec.context_length / orig
+        attn = math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1.0 else 1.0
+        kv += [(a + "rope.scaling.original_context_length", F.GGUF_U32, orig),
+               (a + "rope.scaling.attn_factor", F.GGUF_F32, attn)]
     return kv
 
 
@@ -303,7 +356,11 @@ def write_gguf(path, spec, get_tensor, dtype="f32", tokenizer_kvs=()):
     s = spec.rope_scaling or {}
     if spec.arch != "gpt2" and s.get("rope_type", s.get("type")) == "llama3":
         extra["rope_freqs.weight"] = llama3_rope_factors(spec)
-        tensors.append(("rope_freqs.weight", extra["rope_freqs.weight"].shape, "f32"))
+    if spec.arch != "gpt2" and s.get("rope_type", s.get("type")) in ("longrope", "su"):
+        extra["rope_factors_long.weight"] = np.asarray(s["long_factor"], dtype=np.float32)
+        extra["rope_factors_short.weight"] = np.asarray(s["short_factor"], dtype=np.float32)
+    for name, a in extra.items():
+        tensors.append((name, a.shape, "f32"))
     for gname, hname, shape in order:
         gshape = tuple(reversed(shape)) if spec.arch == "gpt2" and len(shape) == 2 and ".c_" in hname else shape
         tensors.append((gname, gshape, gguf_storage_dtype(len(shape), dtype)))

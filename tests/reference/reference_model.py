@@ -3,15 +3,24 @@
 from the papers' equations and HF transformers' documented conventions (not from
 llmserve's C++):
 
-  Llama family (Touvron et al. 2023; Mistral; Qwen2):
+  Llama family (Touvron et al. 2023; Mistral; Qwen2; Qwen3; Phi-3):
     x = E[ids]
     per layer:  h = RMSNorm(x) = x / sqrt(mean(x^2) + eps) * g
-                q, k, v = h Wq^T (+bq), h Wk^T (+bk), h Wv^T (+bv)     (Qwen2: biases)
-                RoPE (Su et al. 2021) on q, k, HF "rotate half" pairing (i, i + d/2)
+                q, k, v = h Wq^T (+bq), h Wk^T (+bk), h Wv^T (+bv)     (Qwen2: biases;
+                          Phi-3: one qkv_proj whose rows are Wq | Wk | Wv)
+                Qwen3: q, k = RMSNorm(q_head) * g_q, RMSNorm(k_head) * g_k, per head
+                RoPE (Su et al. 2021) on q, k, HF "rotate half" pairing (i, i + r/2) over
+                the first r = int(d * partial_rotary_factor) dims of each head (r = d if absent)
                 GQA: query head j reads KV head j // (H / H_kv)
-                a = softmax(q k^T / sqrt(d) + causal mask) v;   x += a Wo^T
-                h = RMSNorm(x);  x += (silu(h Wg^T) * (h Wu^T)) Wd^T        (SwiGLU)
+                a = softmax(q k^T / sqrt(d) + mask) v;   x += a Wo^T
+                    mask: causal; on a sliding-window layer also key s > t - W (HF's
+                    sliding_window_overlay: the last W tokens, the query's own included)
+                h = RMSNorm(x);  x += (silu(h Wg^T) * (h Wu^T)) Wd^T        (SwiGLU;
+                          Phi-3: one gate_up_proj whose rows are Wg | Wu)
     logits = RMSNorm(x) W_head^T, W_head = E when tied
+    Sliding windows (HF configs): Mistral and Phi-3 `sliding_window` on every layer;
+    Qwen2/3 only with use_sliding_window, on layers i >= max_window_layers (default 28)
+    or those `layer_types` calls "sliding_attention".
   GPT-2 (Radford et al. 2019):
     x = wte[ids] + wpe[positions]
     per layer:  h = LayerNorm(x); q|k|v = h W_attn + b   (Conv1D: W is [in, out])
@@ -19,9 +28,16 @@ llmserve's C++):
                 h = LayerNorm(x); x += gelu_tanh(h W_fc + b) W_proj2 + b
     logits = LayerNorm_f(x) wte^T
 
-RoPE frequencies: inv_freq_i = theta^(-2i/d); "linear" scaling divides them by the
+RoPE frequencies: inv_freq_i = theta^(-2i/r); "linear" scaling divides them by the
 factor; "llama3" scaling follows HF's _compute_llama3_parameters (low-frequency
-bands divided by the factor, high ones kept, a smooth blend between).
+bands divided by the factor, high ones kept, a smooth blend between); "longrope"
+(Phi-3, HF's _compute_longrope_parameters) divides them by short_factor_i or
+long_factor_i and multiplies cos and sin by the attention factor
+sqrt(1 + ln(s) / ln(L0)), s = max_position_embeddings / L0 (1 when s <= 1), L0 =
+original_max_position_embeddings. HF takes the long factors when seq_len > L0; here each
+token at position p uses them when p + 1 > L0 (HF's rule for every token it generates one
+at a time; HF's one-pass prefill of a prompt longer than L0 would rotate that prompt's
+first L0 tokens with the long factors too).
 
 Usage: reference_model.py HF_DIR [--prompt-ids 256,72,105 ...] [--max-tokens N]
 """
@@ -62,11 +78,18 @@ def rope_inv_freq(head_dim, theta, scaling):
     raise ValueError("rope scaling %r not implemented in the reference" % kind)
 
 
-def apply_rope(x, positions, inv_freq, layout="half"):
-    """Rotates x [T, heads, d] by angle position * inv_freq per pair.
-    layout "half": pairs (i, i + d/2) (HF rotate_half); "interleaved": pairs (2i, 2i+1)."""
-    ang = np.outer(positions, inv_freq)  # [T, d/2]
-    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+def apply_rope(x, positions, inv_freq, layout="half", rope_dim=None, mscale=1.0):
+    """Rotates x [T, heads, d] by angle position * inv_freq per pair, over the first
+    rope_dim dims of each head (the rest pass through), cos and sin times mscale.
+    inv_freq: [r/2], or [T, r/2] (one row per position).
+    layout "half": pairs (i, i + r/2) (HF rotate_half); "interleaved": pairs (2i, 2i+1)."""
+    r = rope_dim or x.shape[-1]
+    if r < x.shape[-1]:
+        return np.concatenate([apply_rope(x[..., :r], positions, inv_freq, layout, None, mscale), x[..., r:]],
+                              axis=-1)
+    inv_freq = np.asarray(inv_freq)
+    ang = positions[:, None] * inv_freq if inv_freq.ndim == 2 else np.outer(positions, inv_freq)  # [T, d/2]
+    cos, sin = mscale * np.cos(ang)[:, None, :], mscale * np.sin(ang)[:, None, :]
     d = x.shape[-1]
     if layout == "half":
         a, b = x[..., :d // 2], x[..., d // 2:]
@@ -96,14 +119,19 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
-def causal_attention(q, k, v):
-    """q [T, H, d], k/v [T, H_kv, d] -> [T, H*d]; query head j uses KV head j // (H/H_kv)."""
+def causal_attention(q, k, v, window=None):
+    """q [T, H, d], k/v [T, H_kv, d] -> [T, H*d]; query head j uses KV head j // (H/H_kv).
+    window W: query t sees keys s with t - W < s <= t (None: all s <= t)."""
     t, h, d = q.shape
     group = h // k.shape[1]
     k = np.repeat(k, group, axis=1)
     v = np.repeat(v, group, axis=1)
     scores = np.einsum("thd,shd->hts", q, k) / math.sqrt(d)
-    scores = np.where(np.tril(np.ones((t, t), dtype=bool))[None], scores, -np.inf)
+    qi, si = np.arange(t)[:, None], np.arange(t)[None, :]
+    visible = si <= qi
+    if window:
+        visible &= si > qi - window
+    scores = np.where(visible[None], scores, -np.inf)
     scores -= scores.max(axis=-1, keepdims=True)
     p = np.exp(scores)
     p /= p.sum(axis=-1, keepdims=True)
@@ -135,9 +163,45 @@ class ReferenceModel:
             self.eps = config.get("rms_norm_eps", 1e-6)
             self.tied = config.get("tie_word_embeddings", False)
         self.head_dim = config.get("head_dim") or self.dim // self.heads
+        self.qk_norm = arch == "Qwen3ForCausalLM"
+        self.phi3 = arch == "Phi3ForCausalLM"
+        self.rope_dim = int(self.head_dim * config.get("partial_rotary_factor", 1.0))
+        self.longrope = None  # (short inv_freq, long inv_freq, L0, attention factor)
         if not self.gpt2:
-            self.inv_freq = rope_inv_freq(self.head_dim, config.get("rope_theta", 10000.0), config.get("rope_scaling"))
+            scaling = config.get("rope_scaling")
+            theta = config.get("rope_theta", 10000.0)
+            kind = (scaling or {}).get("rope_type", (scaling or {}).get("type"))
+            if kind in ("longrope", "su"):
+                base = 1.0 / theta ** (np.arange(0, self.rope_dim, 2, dtype=np.float64) / self.rope_dim)
+                l0 = scaling.get("original_max_position_embeddings") or config["original_max_position_embeddings"]
+                s = config["max_position_embeddings"] / l0
+                attn = scaling.get("attention_factor") or (math.sqrt(1 + math.log(s) / math.log(l0)) if s > 1 else 1.0)
+                self.longrope = (base / np.asarray(scaling["short_factor"], dtype=np.float64),
+                                 base / np.asarray(scaling["long_factor"], dtype=np.float64), l0, attn)
+            else:
+                self.inv_freq = rope_inv_freq(self.rope_dim, theta, scaling)
+        self.windows = [self._window(config, arch, i) for i in range(self.layers)]
         self.eos_id = config.get("eos_token_id")
+
+    @staticmethod
+    def _window(config, arch, layer):
+        """The sliding window of `layer` by HF's configs, or None."""
+        if arch in ("MistralForCausalLM", "Phi3ForCausalLM"):
+            return config.get("sliding_window")
+        if arch in ("Qwen2ForCausalLM", "Qwen3ForCausalLM") and config.get("use_sliding_window"):
+            types = config.get("layer_types")
+            sliding = (types[layer] == "sliding_attention" if types
+                       else layer >= config.get("max_window_layers", 28))
+            return config.get("sliding_window") if sliding else None
+        return None
+
+    def _rope(self, x, pos):
+        """RoPE of x [T, heads, d] at positions pos (float64 [T])."""
+        if self.longrope is None:
+            return apply_rope(x, pos, self.inv_freq, self.rope_layout, self.rope_dim)
+        short, long_, l0, attn = self.longrope
+        inv = np.where((pos + 1 > l0)[:, None], long_[None, :], short[None, :])  # per token: p + 1 > L0 -> long
+        return apply_rope(x, pos, inv, self.rope_layout, self.rope_dim, attn)
 
     @classmethod
     def from_hf_dir(cls, directory, round_dtype=None):
@@ -201,15 +265,28 @@ class ReferenceModel:
         for i in range(self.layers):
             p = "model.layers.%d." % i
             h = self._in(rms_norm(x, w[p + "input_layernorm.weight"], self.eps))
-            q = h @ w[p + "self_attn.q_proj.weight"].T + self._bias(p + "self_attn.q_proj.bias", self.heads * hd)
-            k = h @ w[p + "self_attn.k_proj.weight"].T + self._bias(p + "self_attn.k_proj.bias", self.kv_heads * hd)
-            v = h @ w[p + "self_attn.v_proj.weight"].T + self._bias(p + "self_attn.v_proj.bias", self.kv_heads * hd)
-            q = apply_rope(q.reshape(t, self.heads, hd), pos, self.inv_freq, self.rope_layout)
-            k = apply_rope(k.reshape(t, self.kv_heads, hd), pos, self.inv_freq, self.rope_layout)
-            a = causal_attention(q, k, v.reshape(t, self.kv_heads, hd))
+            nq, nkv = self.heads * hd, self.kv_heads * hd
+            if self.phi3:  # rows of qkv_proj: q | k | v
+                qkv = h @ w[p + "self_attn.qkv_proj.weight"].T
+                q, k, v = qkv[:, :nq], qkv[:, nq:nq + nkv], qkv[:, nq + nkv:]
+            else:
+                q = h @ w[p + "self_attn.q_proj.weight"].T + self._bias(p + "self_attn.q_proj.bias", nq)
+                k = h @ w[p + "self_attn.k_proj.weight"].T + self._bias(p + "self_attn.k_proj.bias", nkv)
+                v = h @ w[p + "self_attn.v_proj.weight"].T + self._bias(p + "self_attn.v_proj.bias", nkv)
+            q, k = q.reshape(t, self.heads, hd), k.reshape(t, self.kv_heads, hd)
+            if self.qk_norm:  # Qwen3: per head, before RoPE
+                q = rms_norm(q, w[p + "self_attn.q_norm.weight"], self.eps)
+                k = rms_norm(k, w[p + "self_attn.k_norm.weight"], self.eps)
+            q, k = self._rope(q, pos), self._rope(k, pos)
+            a = causal_attention(q, k, v.reshape(t, self.kv_heads, hd), self.windows[i])
             x = x + self._in(a) @ w[p + "self_attn.o_proj.weight"].T
             h = self._in(rms_norm(x, w[p + "post_attention_layernorm.weight"], self.eps))
-            m = silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
+            if self.phi3:  # rows of gate_up_proj: gate | up (HF: gate, up = chunk(2))
+                gu = h @ w[p + "mlp.gate_up_proj.weight"].T
+                f = gu.shape[1] // 2
+                m = silu(gu[:, :f]) * gu[:, f:]
+            else:
+                m = silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
             x = x + self._in(m) @ w[p + "mlp.down_proj.weight"].T
         x = self._in(rms_norm(x, w["model.norm.weight"], self.eps))
         head = w["model.embed_tokens.weight"] if self.tied else w["lm_head.weight"]

@@ -216,6 +216,91 @@ def test_gpt2_gguf_layout(tmp):
     check(tensors["position_embd.weight"]["shape"] == [40, 32], "position_embd shape")
 
 
+def test_new_architectures(tmp):
+    """Qwen3's q/k norm, Phi-3's fused weights, partial rotary and LongRoPE, and sliding
+    windows, each against a property that follows from its definition."""
+    rng = np.random.default_rng(9)
+    ids = list(rng.integers(0, 256, 24))
+    # Phi-3's fused qkv_proj / gate_up_proj are Wq|Wk|Wv and Wg|Wu stacked by rows: the
+    # same model written as separate Llama weights gives the same logits.
+    phi = ckpt.ModelSpec("p", "phi3", 32, 2, 4, 2, 48, 260, 64)
+    w = ckpt.random_weights(phi, 10)
+    cfg = ckpt.hf_config(phi)
+    split, q, kv = {}, phi.num_heads * phi.head_dim, phi.num_kv_heads * phi.head_dim
+    for n, a in w.items():
+        if "qkv_proj" in n:
+            for part, rows in zip(("q_proj", "k_proj", "v_proj"), (a[:q], a[q:q + kv], a[q + kv:])):
+                split[n.replace("qkv_proj", part)] = rows
+        elif "gate_up_proj" in n:
+            split[n.replace("gate_up_proj", "gate_proj")], split[n.replace("gate_up_proj", "up_proj")] = np.split(a, 2)
+        else:
+            split[n] = a
+    llama_cfg = dict(cfg, architectures=["LlamaForCausalLM"])
+    full = ref.ReferenceModel(cfg, w).logits(ids)
+    check(close(full, ref.ReferenceModel(llama_cfg, split).logits(ids), 1e-12), "phi3 fused == split llama weights")
+    # LongRoPE with all factors 1 and no attention factor is plain RoPE.
+    ones = dict(cfg, rope_scaling={"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 4},
+                original_max_position_embeddings=64)
+    check(close(ref.ReferenceModel(ones, w).logits(ids), full, 1e-12), "longrope with unit factors == rope")
+    # Long factors only for positions p with p + 1 > L0: a prefix within L0 ignores them.
+    lr = dict(ones, rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
+                                  "long_factor": [5.0, 6.0, 7.0, 8.0]}, original_max_position_embeddings=8,
+              max_position_embeddings=8)  # scale 1: attention factor 1
+    short_only = dict(lr, rope_scaling=dict(lr["rope_scaling"], long_factor=[1.0, 1.5, 2.0, 3.0]))
+    a, b = ref.ReferenceModel(lr, w).logits(ids), ref.ReferenceModel(short_only, w).logits(ids)
+    check(close(a[:8], b[:8], 1e-12) and not close(a[8:], b[8:], 1e-3), "long factors from position L0 on")
+    # Partial rotary: the dims past rope_dim pass through unrotated.
+    x = rng.standard_normal((3, 2, 8))
+    r = ref.apply_rope(x, np.array([0.0, 1.0, 5.0]), np.array([0.3, 0.2, 0.1]), "half", rope_dim=6)
+    check(close(r[..., 6:], x[..., 6:], 0) and not close(r[1:, :, :6], x[1:, :, :6], 1e-3), "partial rotary")
+    # Qwen3: q and k are RMS-normalized per head, so scaling Wq and Wk changes nothing.
+    qw = ckpt.ModelSpec("q3", "qwen3", 32, 2, 4, 2, 48, 260, 64, head_dim_override=16, norm_eps=1e-12)
+    w3 = ckpt.random_weights(qw, 11)
+    cfg3 = ckpt.hf_config(qw)
+    scaled = {n: a * (4.0 if ("q_proj" in n or "k_proj" in n) else 1.0) for n, a in w3.items()}  # exact
+    l3 = ref.ReferenceModel(cfg3, w3).logits(ids)
+    check(close(l3, ref.ReferenceModel(cfg3, scaled).logits(ids), 1e-9), "qwen3 q/k norm: Wq, Wk scale-free")
+    check(not close(l3, ref.ReferenceModel(dict(cfg3, architectures=["Qwen2ForCausalLM"]),
+                                           {n: a for n, a in w3.items() if "_norm" not in n}).logits(ids), 1e-3),
+          "qwen3 differs from qwen2 without the norms")
+    # Sliding window W: with one layer, position t's logits depend on tokens t-W+1..t only.
+    one = ckpt.ModelSpec("m", "mistral", 32, 1, 4, 2, 48, 260, 64, sliding_window=5)
+    w1 = ckpt.random_weights(one, 12)
+    m1 = ref.ReferenceModel(ckpt.hf_config(one), w1)
+    ids2 = list(ids)
+    ids2[3] = (ids2[3] + 1) % 256
+    a, b = m1.logits(ids), m1.logits(ids2)
+    check(close(a[8:], b[8:], 1e-12) and not close(a[3:8], b[3:8], 1e-6), "window 5: token 3 unseen from 8 on")
+    wide = dict(ckpt.hf_config(one), sliding_window=64)
+    check(close(ref.ReferenceModel(wide, w1).logits(ids), ref.ReferenceModel(dict(wide, sliding_window=None),
+                                                                                w1).logits(ids), 1e-12),
+          "a window covering the context is full attention")
+    # Qwen2's window only on layers >= max_window_layers, and only with use_sliding_window.
+    qs = ckpt.ModelSpec("q2", "qwen2", 32, 3, 4, 2, 48, 260, 64, sliding_window=4, max_window_layers=1)
+    mq = ref.ReferenceModel(ckpt.hf_config(qs), ckpt.random_weights(qs, 13))
+    check(mq.windows == [None, 4, 4], "qwen2 windows from max_window_layers: %s" % mq.windows)
+    off = dict(ckpt.hf_config(qs), use_sliding_window=False)
+    check(ref.ReferenceModel(off, ckpt.random_weights(qs, 13)).windows == [None] * 3, "use_sliding_window false")
+    # GGUF: phi3/qwen3 keep HF's rows (NEOX RoPE), phi3's gate_up is ffn_up, factors as tensors.
+    lspec = ckpt.ModelSpec("p2", "phi3", 32, 1, 4, 2, 48, 260, 64, partial_rotary_factor=0.5, original_context=16,
+                           rope_scaling={"type": "longrope", "short_factor": [1.0, 2.0], "long_factor": [3.0, 4.0]},
+                           sliding_window=8)
+    wl = ckpt.random_weights(lspec, 14)
+    path = os.path.join(tmp, "phi3.gguf")
+    ckpt.write_gguf(path, lspec, wl.__getitem__, "f32", ckpt.byte_tokenizer_gguf_kvs(lspec))
+    kv, tensors = formats.read_gguf(path)
+    check(kv["general.architecture"][1] == "phi3" and kv["phi3.rope.dimension_count"][1] == 4, "phi3 GGUF keys")
+    check(kv["phi3.attention.sliding_window"][1] == 8 and kv["phi3.rope.scaling.original_context_length"][1] == 16,
+          "phi3 window and original context")
+    check(abs(kv["phi3.rope.scaling.attn_factor"][1] - math.sqrt(1 + math.log(4) / math.log(16))) < 1e-6,
+          "phi3 attention factor")
+    check(close(tensors["rope_factors_long.weight"]["data"], [3.0, 4.0], 0), "rope_factors_long")
+    check(close(tensors["blk.0.attn_qkv.weight"]["data"], wl["model.layers.0.self_attn.qkv_proj.weight"], 0),
+          "phi3 attn_qkv unpermuted")
+    check(tensors["blk.0.ffn_up.weight"]["shape"] == [96, 32] and "blk.0.ffn_gate.weight" not in tensors,
+          "phi3 ffn_up holds gate | up")
+
+
 def test_block_formats():
     """Blocks built by hand from ggml's struct layouts decode to the values they encode;
     every format's random blocks decode to a trained model's scale; activation rounding
@@ -257,6 +342,7 @@ def main():
         test_permutation_matches_rope_layouts()
         test_rope_scaling()
         test_reference_model()
+        test_new_architectures(tmp)
         test_block_formats()
     print("selftest: %s (%d failures)" % ("PASS" if not FAILURES else "FAIL", len(FAILURES)))
     return 1 if FAILURES else 0

@@ -117,12 +117,16 @@ TEST(HfConfigTest, RopeScaling) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->rope_scaling.kind, RopeScalingKind::kNone);
 
-  for (const char* type : {"yarn", "dynamic", "longrope"}) {
+  for (const char* type : {"yarn", "dynamic"}) {
     j["rope_scaling"] = {{"rope_type", type}, {"factor", 2.0}};
     c = Parse(j);
     EXPECT_EQ(c.status().code(), absl::StatusCode::kUnimplemented) << type;
     EXPECT_NE(c.status().message().find(type), std::string::npos) << c.status();
   }
+  j["rope_scaling"] = {{"rope_type", "longrope"}, {"factor", 2.0}};  // no factor lists (hf_arch_test has them)
+  c = Parse(j);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("short_factor"), std::string::npos) << c.status();
   j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};  // incomplete
   EXPECT_EQ(Parse(j).status().code(), absl::StatusCode::kInvalidArgument);
   j["rope_scaling"] = {{"type", "linear"}};  // no factor
@@ -135,16 +139,19 @@ TEST(HfConfigTest, MistralAndQwen2) {
   json m = LlamaConfig();
   m["architectures"] = {"MistralForCausalLM"};
   m["max_position_embeddings"] = 32768;
-  m["sliding_window"] = 4096;  // attention is full, so the context is capped at the window
+  m["sliding_window"] = 4096;  // a window on every layer; the context stays the model's
   m["attention_bias"] = true;  // not a Mistral key, but honoured the same way
   auto c = Parse(m);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->arch, Architecture::kLlama);
-  EXPECT_EQ(c->context_length, 4096);
+  EXPECT_EQ(c->context_length, 32768);
+  EXPECT_EQ(c->sliding_window, 4096);
+  EXPECT_TRUE(c->sliding_layers.empty());
   m["sliding_window"] = nullptr;
   c = Parse(m);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->context_length, 32768);
+  EXPECT_EQ(c->sliding_window, 0);
 
   json q = LlamaConfig();
   q["architectures"] = {"Qwen2ForCausalLM"};
@@ -158,6 +165,8 @@ TEST(HfConfigTest, MistralAndQwen2) {
   EXPECT_FALSE(c->out_bias);
   EXPECT_TRUE(c->tied_embeddings);
   EXPECT_EQ(c->context_length, 2048);
+  EXPECT_EQ(c->arch, Architecture::kQwen2);
+  EXPECT_EQ(c->sliding_window, 0);  // use_sliding_window false
 }
 
 TEST(HfConfigTest, Gpt2) {
