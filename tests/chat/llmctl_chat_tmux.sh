@@ -75,3 +75,17 @@ prompt2=$(echo "$out" | grep -o '^\[[A-Z]*, [0-9]* prompt' | sed -n 2p | grep -o
 [ -n "$prompt1" ] && [ -n "$prompt2" ] || fail "no stats lines"
 [ "$prompt2" -gt "$prompt1" ] || fail "the second turn's prompt ($prompt2 tokens) does not carry the history ($prompt1)"
 echo "PASS: two chat turns through llmctl chat (prompt $prompt1 then $prompt2 tokens)"
+
+# The Python chat client against the same server (skipped without python3-grpcio).
+if /usr/bin/python3 -c "import grpc, google.protobuf" 2>/dev/null; then
+  py_out=$(printf 'Once upon a time\nAnd then?\n/exit\n' | /usr/bin/python3 "$source_dir/examples/python/chat.py" \
+    --addr "127.0.0.1:$port" --max-tokens 8 --temperature 0 --show-prompt 2>"$work/py.err") || { cat "$work/py.err"; fail "chat.py failed"; }
+  [ -n "$py_out" ] || fail "chat.py printed no reply"
+  [ "$(grep -c '^\[LENGTH, 8 tokens\]\|^\[EOS, ' "$work/py.err")" -eq 2 ] || { cat "$work/py.err"; fail "chat.py: not two replies"; }
+  grep -q '<|im_start|>user' "$work/py.err" || { cat "$work/py.err"; fail "chat.py --show-prompt shows no rendered prompt"; }
+  # The first prompt opens one assistant turn; the second holds the first reply and opens another.
+  [ "$(grep -c '^<|im_start|>assistant' "$work/py.err")" -eq 3 ] || { cat "$work/py.err"; fail "chat.py: the second prompt lacks the first reply"; }
+  echo "PASS: examples/python/chat.py, two turns"
+else
+  echo "examples/python/chat.py not run: python3-grpcio is not installed"
+fi

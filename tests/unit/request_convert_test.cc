@@ -26,7 +26,12 @@ const Tokenizer& Tiny() {
   return *tok;
 }
 
-RequestLimits Limits(int32_t context = kContext) { return RequestLimits{kVocab, context}; }
+RequestLimits Limits(int32_t context = kContext) {
+  RequestLimits l;
+  l.vocab_size = kVocab;
+  l.max_context = context;
+  return l;
+}
 
 v1::GenerateRequest TextRequest(const std::string& text) {
   v1::GenerateRequest r;
@@ -130,6 +135,31 @@ TEST(RequestConvertTest, DefaultsFollowTheProto) {
   EXPECT_TRUE(got->stop.stop_strings.empty());
   EXPECT_TRUE(got->stop.stop_token_ids.empty());
   EXPECT_EQ(got->deadline, absl::InfiniteFuture());
+}
+
+TEST(RequestConvertTest, TheModelsSamplingDefaultsFillOnlyUnsetFields) {
+  GenerationDefaults shipped;  // e.g. Qwen2.5 Instruct's generation_config.json
+  shipped.temperature = 0.7f;
+  shipped.top_p = 0.8f;
+  shipped.top_k = 20;
+  shipped.repetition_penalty = 1.05f;
+  RequestLimits limits = Limits(1024);
+  limits.sampling_defaults = DefaultSamplingParams(shipped);
+  absl::StatusOr<EngineRequest> unset = ToEngineRequest(TextRequest("the cat"), Tiny(), limits, "a");
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_FLOAT_EQ(unset->sampling.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(unset->sampling.top_p, 0.8f);
+  EXPECT_EQ(unset->sampling.top_k, 20);
+  EXPECT_FLOAT_EQ(unset->sampling.repetition_penalty, 1.05f);
+  EXPECT_EQ(unset->sampling.min_p, 0.0f);  // not shipped: the API's default
+  v1::GenerateRequest r = TextRequest("the cat");
+  r.set_temperature(0.0f);  // set, even to a zero value: the request's
+  r.set_top_k(0);
+  absl::StatusOr<EngineRequest> set = ToEngineRequest(r, Tiny(), limits, "b");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->sampling.temperature, 0.0f);
+  EXPECT_EQ(set->sampling.top_k, 0);
+  EXPECT_FLOAT_EQ(set->sampling.top_p, 0.8f);
 }
 
 TEST(RequestConvertTest, EveryFieldIsCarried) {
