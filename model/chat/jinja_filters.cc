@@ -246,7 +246,7 @@ Result FToJson(Interp& in, const Value& v, CallArgs& a) {
   o.ensure_ascii = (*b)[0] && Truthy(*(*b)[0]);
   if ((*b)[1] && !(*b)[1]->is_none()) {
     o.has_indent = true;
-    o.item_sep = ",";
+    o.item_sep.assign(1, ',');  // (not = ",": GCC 12 -Wrestrict false positive)
     if ((*b)[1]->is_string()) o.indent = (*b)[1]->str();
     else if ((*b)[1]->is_integral()) o.indent = std::string(std::clamp<int64_t>((*b)[1]->as_int(), 0, 256), ' ');
     else return TypeError("indent must be int or str");

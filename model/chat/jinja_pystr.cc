@@ -302,7 +302,10 @@ std::string PyFloatRepr(double d) {
     return out;
   }
   out += digits.substr(0, 1);
-  if (n > 1) out += "." + digits.substr(1);
+  if (n > 1) {
+    out.push_back('.');
+    out.append(digits, 1, std::string::npos);
+  }
   char ebuf[16];
   std::snprintf(ebuf, sizeof(ebuf), "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
   return out + ebuf;
