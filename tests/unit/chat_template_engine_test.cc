@@ -111,6 +111,15 @@ TEST(JinjaFilters, Strings) {
             "3x403.732.572.0");
 }
 
+TEST(JinjaFilters, FormatAndTruncate) {
+  EXPECT_EQ(R("{{ '%d items' % 3 }}{{ '%s-%s' % ('a', 1) }}{{ '%5.2f|%-4d|%04d|%x|%r|%.2s|%%' % (3.14159, 7, 42, 255, 'q', 'hello') }}"
+              "{{ '%s'|format([1]) }}"),
+            "3 itemsa-1 3.14|7   |0042|ff|'q'|he|%[1]");
+  EXPECT_NE(R("{{ '%s %s' % ('a',) }}").find("not enough arguments for format string"), std::string::npos);
+  EXPECT_EQ(R("{{ 'Hello World'|truncate(5) }}|{{ 'Hello World'|truncate(7, true) }}|{{ 'hello world foo bar baz qux'|truncate(12) }}"),
+            "He...|Hello World|hello...");
+}
+
 TEST(JinjaFilters, Sequences) {
   const ordered_json v = {{"people", {{{"n", "b"}, {"age", 2}}, {{"n", "A"}, {"age", 1}}, {{"n", "c"}}}}};
   EXPECT_EQ(R("{{ people|map(attribute='n')|join(',') }}|{{ people|selectattr('age', 'defined')|list|length }}"
