@@ -375,6 +375,7 @@ void ReprInto(const Value& v, int depth, std::string* out) {
         *out += "<generator object>";
         return;
       }
+      if (l.view != nullptr) *out += l.view, *out += '(';
       *out += l.is_tuple ? '(' : '[';
       for (size_t i = 0; i < l.items.size() && out->size() <= kReprCap; ++i) {
         if (i > 0) *out += ", ";
@@ -382,6 +383,7 @@ void ReprInto(const Value& v, int depth, std::string* out) {
       }
       if (l.is_tuple && l.items.size() == 1) *out += ',';
       *out += l.is_tuple ? ')' : ']';
+      if (l.view != nullptr) *out += ')';
       return;
     }
     case Value::Kind::kDict:

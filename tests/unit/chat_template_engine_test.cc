@@ -66,6 +66,8 @@ TEST(JinjaExpr, SubscriptsSlicesAttributes) {
   EXPECT_EQ(R("{{ d['items'] }}|{{ d.a }}|{{ d.get('z', 5) }}|{{ d.pop is defined }}|{{ l[10] }}|{{ none.foo }}", kVars),
             "2|1|5|False||");
   EXPECT_EQ(R("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", kVars), "a=1;items=2;");
+  EXPECT_EQ(R("{{ d.items() }}{{ d.keys() }}{{ d.values()|list }}{{ d.keys()|length }}", kVars),
+            "dict_items([('a', 1), ('items', 2)])dict_keys(['a', 'items'])[1, 2]2");
 }
 
 TEST(JinjaStmt, ForLoopVariables) {
