@@ -69,8 +69,12 @@ absl::StatusOr<std::string> PyPercentFormat(const std::string& fmt, const std::v
     std::string spec = "%" + flags + (width > 0 ? std::to_string(width) : "") + (prec >= 0 ? "." + std::to_string(prec) : "");
     char buf[1200];
     if (conv == 'c') {
+      const int64_t cp = v.is_float() ? -1 : v.as_int();
+      if (cp < 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return absl::InvalidArgumentError("OverflowError: %c arg not in range(0x110000)");
+      }
       std::string ch;
-      AppendUtf8(static_cast<char32_t>(v.as_int() & 0x1fffff), &ch);
+      AppendUtf8(static_cast<char32_t>(cp), &ch);
       out += Pad(ch, width, left);
       continue;
     }
