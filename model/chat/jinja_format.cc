@@ -66,7 +66,13 @@ absl::StatusOr<std::string> PyPercentFormat(const std::string& fmt, const std::v
     if (!v.is_number()) {
       return TypeError(absl::StrCat("%", std::string(1, conv), " format: a real number is required, not ", TypeName(v)));
     }
-    std::string spec = "%" + flags + (width > 0 ? std::to_string(width) : "") + (prec >= 0 ? "." + std::to_string(prec) : "");
+    std::string spec(1, '%');  // built by appends: GCC 12 -Wrestrict misfires on "lit" + string
+    spec += flags;
+    if (width > 0) spec += std::to_string(width);
+    if (prec >= 0) {
+      spec.push_back('.');
+      spec += std::to_string(prec);
+    }
     char buf[1200];
     if (conv == 'c') {
       const int64_t cp = v.is_float() ? -1 : v.as_int();
