@@ -121,9 +121,10 @@ absl::Status Interp::ChargeCollection(size_t count) {
   return Step(1 + count / 64);
 }
 
-absl::StatusOr<Value> Interp::MakeList(std::vector<Value> items, bool is_tuple, bool is_iter) {
+absl::StatusOr<Value> Interp::MakeList(std::vector<Value> items, bool is_tuple, bool is_iter,
+                                       const char* view) {
   if (auto s = ChargeCollection(items.size()); !s.ok()) return s;
-  Value v = Value::List(std::move(items), is_tuple, is_iter);
+  Value v = Value::List(std::move(items), is_tuple, is_iter, view);
   if (v.Depth() > limits_.max_value_depth) {
     return absl::ResourceExhaustedError(absl::StrCat("value nested deeper than max_value_depth (", limits_.max_value_depth, ")"));
   }

@@ -197,7 +197,7 @@ absl::StatusOr<Value> Interp::EvalSlice(const Expr& e, const std::shared_ptr<Fra
   if (step == 0) return ValueError("slice step cannot be zero");
   if (obj->is_undefined()) return UndefinedError(*obj);
   std::vector<int64_t> idx;
-  if (obj->is_list() && !obj->list().is_iter) {
+  if (obj->is_list() && !obj->list().is_iter && obj->list().view == nullptr) {
     const auto& items = obj->list().items;
     SliceIndices(static_cast<int64_t>(items.size()), bounds[0], bounds[1], step, &idx);
     std::vector<Value> out;
@@ -257,7 +257,8 @@ absl::StatusOr<Value> Interp::GetItem(const Value& obj, const Value& key) {
   if (obj.is_dict()) {
     const Value* v = obj.dict().Find(key);
     if (v != nullptr) return *v;
-  } else if (((obj.is_list() && !obj.list().is_iter) || obj.is_string()) && key.is_integral()) {
+  } else if (((obj.is_list() && !obj.list().is_iter && obj.list().view == nullptr) || obj.is_string()) &&
+             key.is_integral()) {
     int64_t i = key.as_int();
     if (obj.is_list()) {
       const auto& items = obj.list().items;

@@ -59,7 +59,8 @@ class Interp {
   // Checks a collection's element count and charges its allocation.
   absl::Status ChargeCollection(size_t count);
   // A list/tuple after the size and nesting checks.
-  absl::StatusOr<Value> MakeList(std::vector<Value> items, bool is_tuple = false, bool is_iter = false);
+  absl::StatusOr<Value> MakeList(std::vector<Value> items, bool is_tuple = false, bool is_iter = false,
+                                 const char* view = nullptr);
   // A dict after the size and nesting checks.
   absl::StatusOr<Value> MakeDict(DictObj dict);
   // A new namespace (kept alive by this Interp; see the destructor).

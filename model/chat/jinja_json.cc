@@ -85,7 +85,7 @@ absl::Status Dump(const Value& v, const JsonDumpOptions& o, int level, std::stri
     case Value::Kind::kString: AppendJsonString(v.str(), o.ensure_ascii, out); return absl::OkStatus();
     case Value::Kind::kList: {
       const ListObj& l = v.list();
-      if (l.is_iter) return NotSerializable(v);
+      if (l.is_iter || l.view != nullptr) return NotSerializable(v);
       if (l.items.empty()) { *out += "[]"; return absl::OkStatus(); }
       out->push_back('[');
       for (size_t i = 0; i < l.items.size(); ++i) {

@@ -210,22 +210,27 @@ Result MListIndex(Interp&, const Value& self, CallArgs& a) {
 
 Result MCopy(Interp&, const Value& self, CallArgs&) { return self; }
 
+// dict.keys()/values()/items(): a list that prints and serializes as Python's views do.
+Result View(Interp& in, std::vector<Value> items, const char* view) {
+  return in.MakeList(std::move(items), false, false, view);
+}
+
 Result MItems(Interp& in, const Value& self, CallArgs&) {
   std::vector<Value> out;
   for (const auto& [k, v] : self.dict().items()) out.push_back(Value::List({k, v}, true));
-  return in.MakeList(std::move(out));
+  return View(in, std::move(out), "dict_items");
 }
 
 Result MKeys(Interp& in, const Value& self, CallArgs&) {
   std::vector<Value> out;
   for (const auto& [k, v] : self.dict().items()) out.push_back(k);
-  return in.MakeList(std::move(out));
+  return View(in, std::move(out), "dict_keys");
 }
 
 Result MValues(Interp& in, const Value& self, CallArgs&) {
   std::vector<Value> out;
   for (const auto& [k, v] : self.dict().items()) out.push_back(v);
-  return in.MakeList(std::move(out));
+  return View(in, std::move(out), "dict_values");
 }
 
 Result MGet(Interp&, const Value& self, CallArgs& a) {

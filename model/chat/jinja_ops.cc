@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "model/chat/jinja_format.h"
 #include "model/chat/jinja_interp.h"
 #include "model/chat/jinja_pystr.h"
 
@@ -138,7 +139,15 @@ absl::StatusOr<Value> Interp::BinaryOp(std::string_view op, const Value& a, cons
       return MakeList(std::move(items), seq->list().is_tuple);
     }
   }
-  if (op == "%" && a.is_string()) return TypeError("printf-style string formatting is not supported");
+  if (op == "%" && a.is_string()) {
+    std::vector<Value> args;
+    if (b.is_list() && b.list().is_tuple) args = b.list().items;
+    else args.push_back(b);
+    auto s = PyPercentFormat(a.str(), args, limits_.max_string_bytes);
+    if (!s.ok()) return s.status();
+    if (auto st = ChargeString(s->size()); !st.ok()) return st;
+    return Value::String(std::move(*s));
+  }
   return Unsupported(op, a, b);
 }
 

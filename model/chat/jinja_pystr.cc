@@ -302,7 +302,10 @@ std::string PyFloatRepr(double d) {
     return out;
   }
   out += digits.substr(0, 1);
-  if (n > 1) out += "." + digits.substr(1);
+  if (n > 1) {
+    out.push_back('.');
+    out.append(digits, 1, std::string::npos);
+  }
   char ebuf[16];
   std::snprintf(ebuf, sizeof(ebuf), "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
   return out + ebuf;
@@ -372,6 +375,7 @@ void ReprInto(const Value& v, int depth, std::string* out) {
         *out += "<generator object>";
         return;
       }
+      if (l.view != nullptr) *out += l.view, *out += '(';
       *out += l.is_tuple ? '(' : '[';
       for (size_t i = 0; i < l.items.size() && out->size() <= kReprCap; ++i) {
         if (i > 0) *out += ", ";
@@ -379,6 +383,7 @@ void ReprInto(const Value& v, int depth, std::string* out) {
       }
       if (l.is_tuple && l.items.size() == 1) *out += ',';
       *out += l.is_tuple ? ')' : ']';
+      if (l.view != nullptr) *out += ')';
       return;
     }
     case Value::Kind::kDict:

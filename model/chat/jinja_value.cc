@@ -15,13 +15,14 @@ Value Value::String(std::string s) {
   return Value(Rep(std::in_place_index<5>, std::make_shared<const std::string>(std::move(s))));
 }
 
-Value Value::List(std::vector<Value> items, bool is_tuple, bool is_iter) {
+Value Value::List(std::vector<Value> items, bool is_tuple, bool is_iter, const char* view) {
   auto list = std::make_shared<ListObj>();
   int depth = 0;
   for (const Value& v : items) depth = std::max(depth, v.Depth());
   list->items = std::move(items);
   list->is_tuple = is_tuple;
   list->is_iter = is_iter;
+  list->view = view;
   list->depth = depth + 1;
   return Value(Rep(std::in_place_index<6>, std::shared_ptr<const ListObj>(std::move(list))));
 }
@@ -150,7 +151,7 @@ bool PyEquals(const Value& a, const Value& b, int depth) {
     case Value::Kind::kList: {
       const ListObj& x = a.list();
       const ListObj& y = b.list();
-      if (x.is_iter || y.is_iter) return &x == &y;
+      if (x.is_iter || y.is_iter || x.view != y.view) return &x == &y;
       if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
       for (size_t i = 0; i < x.items.size(); ++i) {
         if (!PyEquals(x.items[i], y.items[i], depth + 1)) return false;
@@ -179,7 +180,9 @@ std::string TypeName(const Value& v) {
     case Value::Kind::kInt: return "int";
     case Value::Kind::kFloat: return "float";
     case Value::Kind::kString: return "str";
-    case Value::Kind::kList: return v.list().is_iter ? "generator" : v.list().is_tuple ? "tuple" : "list";
+    case Value::Kind::kList:
+      if (v.list().view != nullptr) return v.list().view;
+      return v.list().is_iter ? "generator" : v.list().is_tuple ? "tuple" : "list";
     case Value::Kind::kDict: return "dict";
     case Value::Kind::kNamespace: return "Namespace";
     case Value::Kind::kCallable: return "function";

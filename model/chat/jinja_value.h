@@ -39,6 +39,7 @@ struct ListObj {
   std::vector<Value> items;
   bool is_tuple = false;
   bool is_iter = false;  // a generator/iterator (map, select, ...): no len(), no index, no JSON
+  const char* view = nullptr;  // "dict_keys"/"dict_values"/"dict_items": no index, no JSON
   int depth = 1;
 };
 
@@ -84,7 +85,8 @@ class Value {
   // Python str (UTF-8).
   static Value String(std::string s);
   // A list or tuple (or, with is_iter, what a Python generator would be).
-  static Value List(std::vector<Value> items, bool is_tuple = false, bool is_iter = false);
+  static Value List(std::vector<Value> items, bool is_tuple = false, bool is_iter = false,
+                    const char* view = nullptr);
   // A dict (insertion-ordered).
   static Value Dict(DictObj dict);
   // A namespace object (shared, mutable).

@@ -66,6 +66,8 @@ TEST(JinjaExpr, SubscriptsSlicesAttributes) {
   EXPECT_EQ(R("{{ d['items'] }}|{{ d.a }}|{{ d.get('z', 5) }}|{{ d.pop is defined }}|{{ l[10] }}|{{ none.foo }}", kVars),
             "2|1|5|False||");
   EXPECT_EQ(R("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", kVars), "a=1;items=2;");
+  EXPECT_EQ(R("{{ d.items() }}{{ d.keys() }}{{ d.values()|list }}{{ d.keys()|length }}", kVars),
+            "dict_items([('a', 1), ('items', 2)])dict_keys(['a', 'items'])[1, 2]2");
 }
 
 TEST(JinjaStmt, ForLoopVariables) {
@@ -109,6 +111,15 @@ TEST(JinjaFilters, Strings) {
   EXPECT_EQ(R("{{ x|default('q') }}{{ ''|default('q') }}{{ ''|default('q', true) }}{{ none|d('q') }}"), "qqNone");
   EXPECT_EQ(R("{{ 3|string ~ 'x' }}{{ '3'|int + 1 }}{{ 'x'|int }}{{ '3.7'|float }}{{ 3.7|int }}{{ 2.567|round(2) }}{{ 2.5|round }}"),
             "3x403.732.572.0");
+}
+
+TEST(JinjaFilters, FormatAndTruncate) {
+  EXPECT_EQ(R("{{ '%d items' % 3 }}{{ '%s-%s' % ('a', 1) }}{{ '%5.2f|%-4d|%04d|%x|%r|%.2s|%%' % (3.14159, 7, 42, 255, 'q', 'hello') }}"
+              "{{ '%s'|format([1]) }}"),
+            "3 itemsa-1 3.14|7   |0042|ff|'q'|he|%[1]");
+  EXPECT_NE(R("{{ '%s %s' % ('a',) }}").find("not enough arguments for format string"), std::string::npos);
+  EXPECT_EQ(R("{{ 'Hello World'|truncate(5) }}|{{ 'Hello World'|truncate(7, true) }}|{{ 'hello world foo bar baz qux'|truncate(12) }}"),
+            "He...|Hello World|hello...");
 }
 
 TEST(JinjaFilters, Sequences) {

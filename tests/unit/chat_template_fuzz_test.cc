@@ -85,7 +85,7 @@ std::string Mutate(std::string s, std::mt19937& rng) {
   std::uniform_int_distribution<int> nmut(1, 4);
   const int n = rng() % 2 == 0 ? 1 : nmut(rng);  // half get one mutation, so more still parse
   for (int k = 0; k < n; ++k) {
-    if (s.empty()) s = "x";
+    if (s.empty()) s.assign(1, 'x');
     std::uniform_int_distribution<size_t> pos(0, s.size() - 1);
     const size_t p = pos(rng);
     switch (rng() % 5) {
