@@ -15,14 +15,8 @@ absl::StatusOr<ExprPtr> Parser::ParsePostfix(ExprPtr node) {
       if (!s.ok()) return s;
       node = std::move(*s);
     } else if (IsOp("(")) {
-      Token at = Cur();  // a call is reported at its callee
-      at.line = node->line;
-      at.col = node->col;
-      std::vector<ExprPtr> kids;
-      kids.push_back(std::move(node));
-      auto call = Make(ExprKind::kCall, at, std::move(kids));
+      auto call = ParseCall(std::move(node));
       if (!call.ok()) return call;
-      if (auto s = ParseCallArgs(call->get()); !s.ok()) return s;
       node = std::move(*call);
     } else {
       return node;
@@ -41,19 +35,25 @@ absl::StatusOr<ExprPtr> Parser::ParseFilterExpr(ExprPtr node) {
       if (!t.ok()) return t;
       node = std::move(*t);
     } else if (IsOp("(")) {
-      Token at = Cur();  // a call is reported at its callee
-      at.line = node->line;
-      at.col = node->col;
-      std::vector<ExprPtr> kids;
-      kids.push_back(std::move(node));
-      auto call = Make(ExprKind::kCall, at, std::move(kids));
+      auto call = ParseCall(std::move(node));
       if (!call.ok()) return call;
-      if (auto s = ParseCallArgs(call->get()); !s.ok()) return s;
       node = std::move(*call);
     } else {
       return node;
     }
   }
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseCall(ExprPtr node) {
+  Token at = Cur();  // a call is reported at its callee
+  at.line = node->line;
+  at.col = node->col;
+  std::vector<ExprPtr> kids;
+  kids.push_back(std::move(node));
+  auto call = Make(ExprKind::kCall, at, std::move(kids));
+  if (!call.ok()) return call;
+  if (auto s = ParseCallArgs(call->get()); !s.ok()) return s;
+  return call;
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseSubscript(ExprPtr node) {

@@ -56,6 +56,8 @@ class Parser {
   absl::StatusOr<ExprPtr> ParsePostfix(ExprPtr node);
   absl::StatusOr<ExprPtr> ParseFilterExpr(ExprPtr node);
   absl::StatusOr<ExprPtr> ParseSubscript(ExprPtr node);
+  // A call of `node` (at "("), reported at the callee's position.
+  absl::StatusOr<ExprPtr> ParseCall(ExprPtr node);
   absl::StatusOr<ExprPtr> ParseSubscribed();
   absl::StatusOr<ExprPtr> ParseFilter(ExprPtr node);
   absl::StatusOr<ExprPtr> ParseTest(ExprPtr node);

@@ -21,10 +21,7 @@ using ::llmserve::testing::TinyValue;
 using ::llmserve::testing::TinyValues;
 
 std::string WriteFile(const GgufWriter& w, const std::string& name) {
-  const std::string path = ::llmserve::testing::ScratchDir("gguf_arch") + "/" + name;
-  const auto bytes = w.Build().bytes;
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  return path;
+  return ::llmserve::testing::WriteGgufToScratch(w, "gguf_arch", name);
 }
 
 float Element(const TensorView& t, int64_t k) {

@@ -25,12 +25,8 @@ using ::llmserve::testing::TinyLlamaOptions;
 using ::llmserve::testing::TinyLlamaWriter;
 using ::llmserve::testing::TinyValue;
 
-// Writes `w` to a scratch file and returns its path.
 std::string WriteFile(const GgufWriter& w, const std::string& name) {
-  const std::string path = ::llmserve::testing::ScratchDir("gguf_model") + "/" + name;
-  const auto bytes = w.Build().bytes;
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  return path;
+  return ::llmserve::testing::WriteGgufToScratch(w, "gguf_model", name);
 }
 
 // Element `k` (row-major) of a loaded tensor, as float.

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "model/dtype.h"
 #include "model/formats/gguf_types.h"
+#include "tests/util/test_assets.h"
 
 namespace llmserve::testing {
 
@@ -197,5 +199,13 @@ class GgufWriter {
   GgufEncoder kv_;
   std::vector<PendingTensor> tensors_;
 };
+
+// Writes `w` to `name` in the scratch directory ScratchDir(`dir`); returns the path.
+inline std::string WriteGgufToScratch(const GgufWriter& w, const std::string& dir, const std::string& name) {
+  const std::string path = ScratchDir(dir) + "/" + name;
+  const auto bytes = w.Build().bytes;
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  return path;
+}
 
 }  // namespace llmserve::testing
