@@ -29,13 +29,11 @@ namespace {
 
 // Rows per register tile: kTileRows × 4 accumulators + 4 weight vectors fit in 32 zmm.
 constexpr int kTileRows = 6;
-// Steps (256-byte panel rows) per k block: 64 KiB for every M. Measured at 8 rows against
-// 16 KiB blocks (2026-11-29 20:30-20:50 UTC; bench/stream_bench --compare-blocks 64 and
-// alternating passes in one process): 10-14% faster whenever the read bandwidth was high
-// (52-60 GB/s: the kernel is then compute-bound, and every block costs each tile a load,
-// store and restart of its accumulators), 1-4% slower when it was low (31-36 GB/s: memory-
-// bound, where the shorter prefetch distance of small blocks helps a little). L3-resident:
-// 406-432 GFLOP/s against 380-390.
+// Steps (256-byte panel rows) per k block: 64 KiB for every M. Each block costs every
+// tile a load, store and restart of its accumulators, so larger blocks win where the
+// kernel is compute-bound; 64 KiB still stays in L2 for the later tiles, and the next
+// block's prefetch overlaps the arithmetic (bench/stream_bench --compare-blocks compares
+// block sizes).
 constexpr int64_t kDefaultBlockSteps = 256;
 // Bytes of one step of a panel.
 constexpr int64_t kRowBytes = 256;
@@ -379,11 +377,9 @@ void SetSmallGemmDispatchMinOverride(int64_t rows) {
 int64_t SmallGemmDispatchMinRows(DType dtype) {
   const int64_t forced = dispatch_min_override.load(std::memory_order_relaxed);
   if (forced >= 0) return forced;
-  // 1 row, Intel Xeon (KVM, 2 threads), bench/forward_bench Decode/bf16/1 on the 1b model
-  // with LLMSERVE_BENCH_FEW_ROWS=ab, 2 x 3 runs: 79.0 / 70.7 / 78.0 and 91.1 / 97.2 / 93.9 ms
-  // a step against 81.8 / 76.6 / 84.7 and 99.7 / 104.9 / 106.6 with the GEMV (the kernel's
-  // prefetch of its next 64 KiB block into L2 streams better there than the GEMV's fixed
-  // distance, which no distance or hint tried, 1-8 KiB, T0 or T1, improved).
+  // Where the FMA kernel is chosen, its prefetch of the next 64 KiB block into L2 also
+  // streams a 1..4-row product faster than the GEMV's fixed-distance prefetch
+  // (bench/forward_bench with LLMSERVE_BENCH_FEW_ROWS=ab compares the two).
   if (dtype == DType::kBF16 && SmallGemmBf16Kernel() == Bf16Kernel::kFma) return 1;
   return kSmallGemmMinRows;
 }
@@ -391,14 +387,11 @@ int64_t SmallGemmDispatchMinRows(DType dtype) {
 int64_t SmallGemmDispatchMaxRows(DType dtype) {
   const int64_t forced = dispatch_override.load(std::memory_order_relaxed);
   if (forced >= 0) return forced;
-  // bench/linear_bench AB/* (AMD EPYC Zen 4, AVX-512 BF16, no AMX; medians of 3 runs of
-  // alternating calls, both models' shapes): onednn/ours = 1.2-1.5 at M=8, 1.05-1.17 at
-  // M=16, 0.98-1.08 at M=32 (bf16) and 0.98-1.05 (f32): never measurably slower up to 32,
-  // and a row's result then does not depend on the batch size (bit-identical to the GEMV).
-  // With the FMA kernel (a CPU whose vdpbf16ps runs at half the FMA rate, as oneDNN's bf16
-  // matmul then does too) every M: a 512-token prefill of the 1b model ran 1.45x faster
-  // than on oneDNN (bench/forward_bench, LLMSERVE_BENCH_SMALL_GEMM_ROWS; Intel Xeon,
-  // docs/PERFORMANCE.md).
+  // Up to 32 rows the kernel reads each weight panel once for all rows and keeps up with
+  // oneDNN's matmul (bench/linear_bench AB/* compares them), and a row's result then does
+  // not depend on the batch size (bit-identical to the GEMV). With the FMA kernel (a CPU
+  // whose vdpbf16ps runs at half the FMA rate, as oneDNN's bf16 matmul then does too) it
+  // serves every M, prefill included.
   if (dtype == DType::kBF16 && SmallGemmBf16Kernel() == Bf16Kernel::kFma) return kSmallGemmFmaDispatchRows;
   return kSmallGemmMaxRows;
 }
