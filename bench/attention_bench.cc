@@ -41,6 +41,11 @@ using llmserve::KvCacheConfig;
 constexpr int64_t kLayers = 22, kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlock = 16, kPoolBlocks = 1024;
 int g_threads = 2;
 
+// The kernel a Transformer plans on this CPU, with or without the K/V prefetch stream.
+llmserve::AttentionOptions Options(bool kv_prefetch) {
+  return llmserve::AttentionOptions{llmserve::CpuFeatures::Detect().isa(), kv_prefetch};
+}
+
 // A filled cache and a batch: `seqs` sequences of `rows` rows each after `cached` tokens.
 struct Problem {
   std::unique_ptr<KvCache> cache;
@@ -117,7 +122,8 @@ void Attention(benchmark::State& state, DType dtype, int seqs, int rows, int cac
   const int64_t width = kHeads * kHeadDim;
   int64_t layer = 0;
   for (auto _ : state) {
-    llmserve::PagedAttention(*p->cache, layer, p->seqs, p->q.data(), width, kHeads, scale, p->out.data(), width);
+    llmserve::PagedAttention(Options(true), *p->cache, layer, p->seqs, p->q.data(), width, kHeads, scale,
+                             p->out.data(), width);
     benchmark::ClobberMemory();
     if (cold) layer = (layer + 1) % kLayers;
   }
@@ -129,7 +135,7 @@ void Attention(benchmark::State& state, DType dtype, int seqs, int rows, int cac
 
 // The decode shapes again, each call after a 64 MiB sweep of both threads (as a step's
 // matmuls evict the K/V between a layer's attention and the next), alternating calls with
-// and without the K/V prefetch stream (SetKvPrefetchEnabled). Counters: the median call
+// and without the K/V prefetch stream (AttentionOptions::kv_prefetch). Counters: the median call
 // of each (prefetch_on_us, prefetch_off_us) and on / off; time: the sweeps excluded.
 void SweptPrefetchAB(benchmark::State& state, int seqs, int cached) {
   llmserve::ApplyThreadCount(g_threads);
@@ -150,15 +156,14 @@ void SweptPrefetchAB(benchmark::State& state, int seqs, int cached) {
     for (size_t i = 0; i < junk.size(); i += 64) sum += junk[i];
     benchmark::DoNotOptimize(sum);
     const int on = us[1].size() <= us[0].size() ? 1 : 0;
-    llmserve::SetKvPrefetchEnabled(on == 1);
     state.ResumeTiming();
     const auto t0 = std::chrono::steady_clock::now();
-    llmserve::PagedAttention(*p->cache, layer, p->seqs, p->q.data(), width, kHeads, scale, p->out.data(), width);
+    llmserve::PagedAttention(Options(on == 1), *p->cache, layer, p->seqs, p->q.data(), width, kHeads, scale,
+                             p->out.data(), width);
     us[on].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     benchmark::ClobberMemory();
     layer = (layer + 1) % kLayers;
   }
-  llmserve::SetKvPrefetchEnabled(true);
   for (auto& v : us) std::sort(v.begin(), v.end());
   if (us[0].empty() || us[1].empty()) return;
   const double off = us[0][us[0].size() / 2], on = us[1][us[1].size() / 2];

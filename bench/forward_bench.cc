@@ -13,9 +13,12 @@
 //                tokens_per_s and gflops (2 x linear-layer parameters per token).
 // Skips with a message when LLMSERVE_BENCH_MODEL is unset. With LLMSERVE_BENCH_PROFILE=1,
 // each benchmark then runs a few more steps with the per-op profile on and prints where
-// a step's time goes (stderr). LLMSERVE_BENCH_SMALL_GEMM=0 runs batches of 5..32 rows on
-// oneDNN's matmul instead of model/ops/small_gemm.h; =ab alternates the two step by step
-// in Decode and reports the median step of each (small_gemm_on_ms, small_gemm_off_ms).
+// a step's time goes (stderr). LLMSERVE_BENCH_SMALL_GEMM=0 builds the models without
+// model/ops/small_gemm.h (its batches on oneDNN's matmul; RuntimeConfig::kernels);
+// LLMSERVE_BENCH_SMALL_GEMM_ROWS=N gives it every M up to N. The kernel A/Bs below build
+// the model twice, once per side (RuntimeConfig::kernels), and Decode alternates the two
+// step by step over one KV cache, reporting the median step of each:
+// LLMSERVE_BENCH_SMALL_GEMM=ab (small_gemm_on_ms, small_gemm_off_ms).
 // The KV cache has the weights' dtype (as llmserve's default); LLMSERVE_BENCH_KV=f32 or
 // bf16 sets it, =ab alternates an f32 and a bf16 cache step by step in Decode and reports
 // the median step of each (kv_f32_ms, kv_bf16_ms). LLMSERVE_BENCH_KV_PREFETCH=ab
@@ -47,8 +50,8 @@
 #include "benchmark/benchmark.h"
 #include "model/kv_cache.h"
 #include "model/model_loader.h"
-#include "model/ops/paged_attention.h"
 #include "model/ops/small_gemm.h"
+#include "model/runtime_config.h"
 #include "model/transformer.h"
 
 namespace {
@@ -78,8 +81,6 @@ std::string ModelPath() {
   return env != nullptr ? env : "";
 }
 
-// The loaded weights and one packed Transformer (of the dtype last asked for: a 1b model
-// packed twice would not leave room for much else).
 // How the weights are packed (the server's --weight-dtype).
 struct WeightVariant {
   const char* name;
@@ -92,6 +93,24 @@ constexpr WeightVariant kBf16{"bf16", DType::kBF16, llmserve::WeightQuant::kNone
 constexpr WeightVariant kInt8{"int8", DType::kBF16, llmserve::WeightQuant::kInt8};
 constexpr WeightVariant kFile{"file", DType::kBF16, llmserve::WeightQuant::kAuto};
 
+// The kernel choices every model of this run is built with (main sets them from
+// LLMSERVE_BENCH_SMALL_GEMM=0 and LLMSERVE_BENCH_SMALL_GEMM_ROWS).
+llmserve::KernelChoices g_kernels;
+
+// Packs `weights` as `variant` with `kernels`.
+absl::StatusOr<std::unique_ptr<llmserve::Transformer>> Build(const llmserve::ModelWeights& weights,
+                                                             const WeightVariant& variant,
+                                                             const llmserve::KernelChoices& kernels) {
+  llmserve::RuntimeConfig rt;
+  rt.weight_dtype = variant.dtype;
+  rt.weight_quant = variant.quant;
+  rt.threads = kThreads;
+  rt.kernels = kernels;
+  return llmserve::Transformer::Create(weights, rt);
+}
+
+// The loaded weights and one packed Transformer (of the variant last asked for: a 1b model
+// packed twice would not leave room for much else, so a kernel A/B drops it first).
 struct Loaded {
   std::unique_ptr<llmserve::ModelWeights> weights;
   std::unique_ptr<llmserve::Transformer> model;
@@ -108,11 +127,7 @@ Loaded& Get(const WeightVariant& variant) {
   }
   if (l.weights != nullptr && (l.model == nullptr || !(l.variant == variant))) {
     l.model.reset();
-    llmserve::RuntimeConfig rt;
-    rt.weight_dtype = variant.dtype;
-    rt.weight_quant = variant.quant;
-    rt.threads = kThreads;
-    auto m = llmserve::Transformer::Create(*l.weights, rt);
+    auto m = Build(*l.weights, variant, g_kernels);
     if (!m.ok()) {
       l.error = std::string(m.status().message());
     } else {
@@ -200,33 +215,34 @@ absl::Status SetUpDecode(llmserve::Transformer& model, int batch, DType kv, Deco
   return model.Forward({tokens, prompt, rows}, *v.cache, logits);
 }
 
-// A library switch that Decode alternates step by step (side 1: on), from the
-// environment: LLMSERVE_BENCH_{SMALL_GEMM,KV_PREFETCH,BF16_FMA,FEW_ROWS}=ab.
-struct SwitchAB {
+// A kernel choice that Decode compares step by step (side 1: on), from the environment:
+// LLMSERVE_BENCH_{SMALL_GEMM,KV_PREFETCH,BF16_FMA,FEW_ROWS}=ab. Each side is its own
+// model, built with `apply(choices, on)`.
+struct KernelAB {
   std::string name;  // counter prefix
-  void (*set)(bool);
-  void (*reset)() = nullptr;  // back to the library's default after the A/B (null: set(true))
+  void (*apply)(llmserve::KernelChoices& k, bool on);
 };
 
-std::optional<SwitchAB> SwitchFromEnv() {
+std::optional<KernelAB> KernelABFromEnv() {
   auto ab = [](const char* var) {
     const char* env = std::getenv(var);
     return env != nullptr && std::string(env) == "ab";
   };
-  if (ab("LLMSERVE_BENCH_SMALL_GEMM")) return SwitchAB{"small_gemm", llmserve::SetSmallGemmEnabled};
-  if (ab("LLMSERVE_BENCH_KV_PREFETCH")) return SwitchAB{"kv_prefetch", llmserve::SetKvPrefetchEnabled};
+  if (ab("LLMSERVE_BENCH_SMALL_GEMM")) {
+    return KernelAB{"small_gemm", [](llmserve::KernelChoices& k, bool on) { k.small_gemm = on; }};
+  }
+  if (ab("LLMSERVE_BENCH_KV_PREFETCH")) {
+    return KernelAB{"kv_prefetch", [](llmserve::KernelChoices& k, bool on) { k.kv_prefetch = on; }};
+  }
   if (ab("LLMSERVE_BENCH_FEW_ROWS")) {
-    return SwitchAB{"few_rows_small_gemm",
-                    [](bool on) { llmserve::SetSmallGemmDispatchMinOverride(on ? 1 : llmserve::kSmallGemmMinRows); },
-                    [] { llmserve::SetSmallGemmDispatchMinOverride(-1); }};
+    return KernelAB{"few_rows_small_gemm", [](llmserve::KernelChoices& k, bool on) {
+                      k.small_gemm_min_rows = on ? 1 : llmserve::kSmallGemmMinRows;
+                    }};
   }
   if (ab("LLMSERVE_BENCH_BF16_FMA")) {
-    return SwitchAB{"bf16_fma",
-                    [](bool on) {
-                      llmserve::SetSmallGemmBf16KernelOverride(on ? llmserve::Bf16Kernel::kFma
-                                                                  : llmserve::Bf16Kernel::kDot);
-                    },
-                    [] { llmserve::SetSmallGemmBf16KernelOverride(std::nullopt); }};
+    return KernelAB{"bf16_fma", [](llmserve::KernelChoices& k, bool on) {
+                      k.bf16_kernel = on ? llmserve::Bf16Kernel::kFma : llmserve::Bf16Kernel::kDot;
+                    }};
   }
   return std::nullopt;
 }
@@ -235,16 +251,30 @@ void Decode(benchmark::State& state, WeightVariant wv) {
   const DType dtype = wv.dtype;
   Loaded& l = Get(wv);
   if (l.model == nullptr) return state.SkipWithError(l.error.c_str());
-  const llmserve::ModelConfig& c = l.model->config();
+  const llmserve::ModelConfig c = l.model->config();
   const int batch = static_cast<int>(state.range(0));
   auto clamp = [&](int ctx) { return static_cast<int>(std::min<int64_t>(ctx, c.context_length - 1)); };
   const char* kv_env = std::getenv("LLMSERVE_BENCH_KV");
   const bool kv_ab = kv_env != nullptr && std::string(kv_env) == "ab";
-  const std::optional<SwitchAB> sw = SwitchFromEnv();
-  const bool switch_ab = sw.has_value();  // a library switch's A/B: one variant, two modes
+  const std::optional<KernelAB> kab = KernelABFromEnv();
+  const bool kernel_ab = kab.has_value();  // a kernel A/B: two models, one cache
+  // The models stepped: the loaded one, or the kernel A/B's two sides [off, on] (built
+  // after dropping the loaded one, which Get() rebuilds for the next benchmark).
+  std::unique_ptr<llmserve::Transformer> sides[2];
+  if (kernel_ab) {
+    l.model.reset();
+    for (int side = 0; side < 2; ++side) {
+      llmserve::KernelChoices k = g_kernels;
+      kab->apply(k, side == 1);
+      auto m = Build(*l.weights, wv, k);
+      if (!m.ok()) return state.SkipWithError(std::string(m.status().message()).c_str());
+      sides[side] = *std::move(m);
+    }
+  }
+  auto model = [&](int side) -> llmserve::Transformer& { return kernel_ab ? *sides[side] : *l.model; };
   const std::vector<int> contexts = DecodeContexts();
-  // One variant, or the two sides of the KV or context A/B (a switch's A/B runs one
-  // variant in two modes).
+  // One variant, or the two sides of the KV or context A/B (a kernel A/B runs one
+  // variant on two models).
   std::vector<DecodeVariant> variants(kv_ab || contexts.size() == 2 ? 2 : 1);
   std::vector<DType> kv_types(variants.size(), KvDType(dtype));
   for (size_t i = 0; i < variants.size(); ++i) {
@@ -254,47 +284,43 @@ void Decode(benchmark::State& state, WeightVariant wv) {
   }
   std::vector<float> logits(static_cast<size_t>(batch * c.vocab_size));
   for (size_t i = 0; i < variants.size(); ++i) {
-    if (absl::Status st = SetUpDecode(*l.model, batch, kv_types[i], variants[i], logits.data()); !st.ok()) {
+    if (absl::Status st = SetUpDecode(model(0), batch, kv_types[i], variants[i], logits.data()); !st.ok()) {
       return state.SkipWithError(std::string(st.message()).c_str());
     }
   }
   std::vector<int32_t> step_tokens = RandomTokens(batch, c.vocab_size, 2);
   std::vector<int32_t> rows(static_cast<size_t>(batch));
   std::iota(rows.begin(), rows.end(), 0);
-  const bool ab = switch_ab || variants.size() == 2;
+  const bool ab = kernel_ab || variants.size() == 2;
   std::vector<double> ms[2];  // step times of the A/B sides: [off, on] or [variant 0, variant 1]
   absl::Status st;
   for (auto _ : state) {
     const int side = ab && ms[1].size() <= ms[0].size() ? 1 : 0;
-    if (switch_ab) sw->set(side == 1);
-    DecodeVariant& v = variants[switch_ab ? 0 : static_cast<size_t>(side)];
+    DecodeVariant& v = variants[kernel_ab ? 0 : static_cast<size_t>(side)];
+    llmserve::Transformer& m = model(kernel_ab ? side : 0);
     const auto t0 = std::chrono::steady_clock::now();
-    st = l.model->Forward({step_tokens, v.seqs, rows}, *v.cache, logits.data());
+    st = m.Forward({step_tokens, v.seqs, rows}, *v.cache, logits.data());
     benchmark::DoNotOptimize(logits.data());
     if (ab) ms[side].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  if (switch_ab && sw->reset != nullptr) {
-    sw->reset();
-  } else if (switch_ab) {
-    sw->set(true);
   }
   if (ab) {
     for (int side = 0; side < 2; ++side) {
       std::sort(ms[side].begin(), ms[side].end());
-      const std::string name = switch_ab ? sw->name + (side == 1 ? "_on_ms" : "_off_ms") : variants[side].name;
+      const std::string name = kernel_ab ? kab->name + (side == 1 ? "_on_ms" : "_off_ms") : variants[side].name;
       if (!ms[side].empty()) state.counters[name] = ms[side][ms[side].size() / 2];
     }
   }
   if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
   const std::string name = std::string("Decode/") + wv.name + "/" + std::to_string(batch);
   DecodeVariant& v = variants.back();
-  MaybeProfile(name, *l.model, [&] { (void)l.model->Forward({step_tokens, v.seqs, rows}, *v.cache, logits.data()); });
+  llmserve::Transformer& last = model(kernel_ab ? 1 : 0);
+  MaybeProfile(name, last, [&] { (void)last.Forward({step_tokens, v.seqs, rows}, *v.cache, logits.data()); });
   const double steps = static_cast<double>(state.iterations());
   state.counters["tokens_per_s"] = benchmark::Counter(steps * batch, benchmark::Counter::kIsRate);
   state.counters["weight_bytes_per_s"] =
-      benchmark::Counter(steps * static_cast<double>(l.model->weight_bytes()), benchmark::Counter::kIsRate);
-  state.counters["weight_MiB"] = static_cast<double>(l.model->weight_bytes()) / 1048576.0;
-  state.SetLabel(l.model->weight_format());
+      benchmark::Counter(steps * static_cast<double>(last.weight_bytes()), benchmark::Counter::kIsRate);
+  state.counters["weight_MiB"] = static_cast<double>(last.weight_bytes()) / 1048576.0;
+  state.SetLabel(last.weight_format());
 }
 
 void Prefill(benchmark::State& state, WeightVariant wv) {
@@ -348,16 +374,13 @@ void DecodeAB(benchmark::State& state) {
   const int batch = static_cast<int>(state.range(0));
   std::vector<float> logits;
   for (int i = 0; i < 2; ++i) {
-    llmserve::RuntimeConfig rt;
-    rt.weight_dtype = sides[static_cast<size_t>(i)].dtype;
-    rt.weight_quant = sides[static_cast<size_t>(i)].quant;
-    rt.threads = kThreads;
-    auto m = llmserve::Transformer::Create(**weights, rt);
+    const WeightVariant& w = sides[static_cast<size_t>(i)];
+    auto m = Build(**weights, w, g_kernels);
     if (!m.ok()) return state.SkipWithError(std::string(m.status().message()).c_str());
     models[i] = *std::move(m);
     logits.resize(static_cast<size_t>(batch * models[i]->config().vocab_size));
     dv[i].ctx = static_cast<int>(std::min<int64_t>(kDecodeContext, models[i]->config().context_length - 1));
-    if (absl::Status st = SetUpDecode(*models[i], batch, KvDType(rt.weight_dtype), dv[i], logits.data()); !st.ok()) {
+    if (absl::Status st = SetUpDecode(*models[i], batch, KvDType(w.dtype), dv[i], logits.data()); !st.ok()) {
       return state.SkipWithError(std::string(st.message()).c_str());
     }
   }
@@ -407,12 +430,16 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   // LLMSERVE_BENCH_SMALL_GEMM=0: batches of 5..32 rows on oneDNN (A/B of model/ops/small_gemm.h).
   const char* small_gemm = std::getenv("LLMSERVE_BENCH_SMALL_GEMM");
-  if (small_gemm != nullptr && std::string(small_gemm) == "0") llmserve::SetSmallGemmEnabled(false);
+  if (small_gemm != nullptr && std::string(small_gemm) == "0") g_kernels.small_gemm = false;
   // LLMSERVE_BENCH_SMALL_GEMM_ROWS=N: the small-batch kernel for every M up to N.
   if (const char* rows = std::getenv("LLMSERVE_BENCH_SMALL_GEMM_ROWS"); rows != nullptr) {
-    llmserve::SetSmallGemmDispatchOverride(std::atoll(rows));
+    g_kernels.small_gemm_max_rows = std::atoll(rows);
   }
-  benchmark::AddCustomContext("small_gemm", llmserve::SmallGemmEnabled() ? "on" : "off");
+  if (absl::Status s = g_kernels.Validate(); !s.ok()) {
+    std::cerr << "forward_bench: " << s.message() << "\n";
+    return 1;
+  }
+  benchmark::AddCustomContext("small_gemm", g_kernels.small_gemm ? "on" : "off");
   benchmark::AddCustomContext("model", ModelPath());
   benchmark::AddCustomContext("threads", std::to_string(kThreads));
   benchmark::RunSpecifiedBenchmarks();

@@ -1,15 +1,17 @@
 // Linear::Forward on the shapes the transformer runs (Q|K|V and gate|up fused, plus the
 // vocabulary head) of the "small" model (dim 768, FFN 2048, KV dim 256) and the "1b" model
 // (TinyLlama: dim 2048, FFN 5632, KV dim 256), f32 and bf16 weights, M = 1, 4, 8, 16, 32,
-// 512. M <= 32 runs twice, back to back: fast:1 is the default path (the AVX-512 GEMV of
-// model/ops/gemv.h for M <= 4, the kernel of model/ops/small_gemm.h for 5 <= M <=
-// SmallGemmDispatchMaxRows), fast:0 oneDNN's matmul; compare the two within one run.
+// 512. M <= 32 runs twice, back to back: fast:1 on layers built with this CPU's default
+// dispatch (DefaultLinearOptions: the AVX-512 GEMV of model/ops/gemv.h for M <= 4, the
+// kernel of model/ops/small_gemm.h for 5 <= M <= 32, or every M with its bf16 FMA
+// kernel), fast:0 on the same weights built to run every M on oneDNN's matmul; compare
+// the two within one run.
 //
 //   linear_bench [--threads=N] [--small_gemm_all] [--hot] [google-benchmark flags]  (default 2 threads)
 //
-// --small_gemm_all: fast:1 runs the small-batch kernel for every 5 <= M <= 32, whatever
-// SmallGemmDispatchMaxRows says (to measure where it wins). The counters "gemv" and
-// "small_gemm" say which kernel fast:1 ran.
+// --small_gemm_all: the fast layers run the small-batch kernel for 5 <= M <= 32 and no
+// other M, whatever the default dispatch says (to measure where it wins). The counters
+// "gemv" and "small_gemm" say which kernel fast:1 ran.
 //
 // AB/<dtype>/<shape>/M:m alternates the fast path and oneDNN call by call and reports
 // median and 10th-percentile times and their ratio ("speedup" = onednn / fast): use these
@@ -68,6 +70,21 @@ constexpr size_t kColdBytes = size_t{128} << 20;
 // --hot: two copies only, so a layer that fits the caches is read from them (the kernel's
 // arithmetic and fixed costs without the weight stream; compare with the default).
 bool hot_weights = false;
+// --small_gemm_all (see above).
+bool small_gemm_all = false;
+
+// The options of the fast layers (this CPU's default dispatch) or of the oneDNN ones.
+llmserve::LinearOptions Options(DType compute, bool fast) {
+  llmserve::LinearOptions o = llmserve::DefaultLinearOptions(compute);
+  if (!fast) {
+    o.dense.gemv = false;
+    o.dense.small_gemm_max_rows = 0;
+  } else if (small_gemm_all) {
+    o.dense.small_gemm_min_rows = llmserve::kSmallGemmMinRows;
+    o.dense.small_gemm_max_rows = llmserve::kSmallGemmMaxRows;
+  }
+  return o;
+}
 
 DnnContext& Ctx() {
   static std::unique_ptr<DnnContext> ctx = [] {
@@ -89,10 +106,10 @@ std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale) {
   return v;
 }
 
-std::unique_ptr<Linear> MakeLinear(const Shape& s, DType compute, uint32_t seed) {
+std::unique_ptr<Linear> MakeLinear(const Shape& s, DType compute, bool fast, uint32_t seed) {
   const std::vector<float> w = RandomFloats(static_cast<size_t>(s.out * s.in), seed, 0.02f);
   TensorView view{s.name, DType::kF32, {s.out, s.in}, reinterpret_cast<const uint8_t*>(w.data()), w.size() * 4};
-  auto lin = Linear::Create(Ctx(), view, nullptr, compute);
+  auto lin = Linear::Create(Ctx(), view, nullptr, Options(compute, fast));
   if (!lin.ok()) {
     std::fprintf(stderr, "%s\n", lin.status().ToString().c_str());
     std::exit(1);
@@ -100,12 +117,13 @@ std::unique_ptr<Linear> MakeLinear(const Shape& s, DType compute, uint32_t seed)
   return std::move(*lin);
 }
 
-// Copies of a list of layers (>= kColdBytes in total), kept for the next benchmark of the
-// same shapes and dtype (building them costs more than measuring).
+// Copies of a list of layers (>= kColdBytes in total) built for the fast path and for
+// oneDNN, kept for the next benchmark of the same shapes and dtype (building them costs
+// more than measuring).
 struct Copies {
   std::string key;
   size_t layer_bytes = 0;
-  std::vector<std::vector<std::unique_ptr<Linear>>> all;
+  std::vector<std::vector<std::unique_ptr<Linear>>> all[2];  // [fast]: copies of the layer list
 };
 
 std::string Key(const std::vector<Shape>& shapes, DType compute) {
@@ -120,30 +138,33 @@ Copies& GetCopies(const std::vector<Shape>& shapes, DType compute) {
   if (cached.key == key) return cached;
   cached = Copies();  // free the previous set first
   cached.key = key;
-  std::vector<std::unique_ptr<Linear>> layer;
-  for (const Shape& s : shapes) layer.push_back(MakeLinear(s, compute, 1));
-  for (const auto& l : layer) cached.layer_bytes += l->weight_bytes();
-  const size_t copies =
-      hot_weights ? 2 : std::max<size_t>(2, (kColdBytes + cached.layer_bytes - 1) / cached.layer_bytes);
-  cached.all.push_back(std::move(layer));
-  for (size_t c = 1; c < copies; ++c) {
-    std::vector<std::unique_ptr<Linear>> l;
-    for (const Shape& s : shapes) l.push_back(MakeLinear(s, compute, static_cast<uint32_t>(c + 1)));
-    cached.all.push_back(std::move(l));
+  for (int fast = 0; fast < 2; ++fast) {
+    std::vector<std::unique_ptr<Linear>> layer;
+    for (const Shape& s : shapes) layer.push_back(MakeLinear(s, compute, fast == 1, 1));
+    if (fast == 0) {
+      for (const auto& l : layer) cached.layer_bytes += l->weight_bytes();
+    }
+    const size_t copies =
+        hot_weights ? 2 : std::max<size_t>(2, (kColdBytes + cached.layer_bytes - 1) / cached.layer_bytes);
+    cached.all[fast].push_back(std::move(layer));
+    for (size_t c = 1; c < copies; ++c) {
+      std::vector<std::unique_ptr<Linear>> l;
+      for (const Shape& s : shapes) l.push_back(MakeLinear(s, compute, fast == 1, static_cast<uint32_t>(c + 1)));
+      cached.all[fast].push_back(std::move(l));
+    }
   }
   return cached;
 }
 
 // Runs `shapes` (copies of them, rotating, so weights come from memory) over M rows.
-// state.range(1) = 0 sends every M to oneDNN instead of the GEMV / small-batch kernel.
+// state.range(1) = 0 runs the layers built to send every M to oneDNN instead of the GEMV
+// / small-batch kernel.
 void RunLinears(benchmark::State& state, std::vector<Shape> shapes, DType compute) {
   const int64_t m = state.range(0);
   const bool fast = state.range(1) != 0;
-  llmserve::SetGemvEnabled(fast);
-  llmserve::SetSmallGemmEnabled(fast);
   Copies& copies = GetCopies(shapes, compute);
   const size_t layer_bytes = copies.layer_bytes;
-  auto& all = copies.all;
+  auto& all = copies.all[fast ? 1 : 0];
   int64_t max_in = 0, max_out = 0, flops = 0;
   for (const Shape& s : shapes) {
     max_in = std::max(max_in, s.in);
@@ -170,8 +191,6 @@ void RunLinears(benchmark::State& state, std::vector<Shape> shapes, DType comput
   state.counters["copies"] = static_cast<double>(all.size());
   state.counters["gemv"] = m <= llmserve::kGemvMaxRows && all[0][0]->uses_gemv() && !all[0][0]->uses_small_gemm(m) ? 1 : 0;
   state.counters["small_gemm"] = all[0][0]->uses_small_gemm(m) ? 1 : 0;
-  llmserve::SetGemvEnabled(true);
-  llmserve::SetSmallGemmEnabled(true);
 }
 
 void BM_Linear(benchmark::State& state, Shape shape, DType compute) { RunLinears(state, {shape}, compute); }
@@ -197,21 +216,19 @@ double Median(std::vector<double> v) { return Quantile(std::move(v), 0.5); }
 void BM_AB(benchmark::State& state, Shape shape, DType compute) {
   const int64_t m = state.range(0);
   Copies& copies = GetCopies({shape}, compute);
-  auto& all = copies.all;
   const std::vector<float> x = RandomFloats(static_cast<size_t>(m * shape.in), 7, 1.0f);
   std::vector<float> y(static_cast<size_t>(m * shape.out));
-  for (auto& l : all) l[0]->Forward(x.data(), m, y.data());
-  llmserve::SetSmallGemmEnabled(false);
-  llmserve::SetGemvEnabled(false);
-  for (auto& l : all) l[0]->Forward(x.data(), m, y.data());  // oneDNN primitives created
+  for (auto& side : copies.all) {
+    for (auto& l : side) l[0]->Forward(x.data(), m, y.data());  // primitives created
+  }
   std::vector<double> fast_us, onednn_us, ratio;
   size_t next = 0;
   bool fast_first = true;
+  // Each call on the next copy (of its side), so that the weights come from memory.
   auto time_one = [&](bool fast) {
-    llmserve::SetGemvEnabled(fast);
-    llmserve::SetSmallGemmEnabled(fast);
-    Linear& lin = *all[next][0];
-    next = (next + 1) % all.size();
+    auto& side = copies.all[fast ? 1 : 0];
+    Linear& lin = *side[next % side.size()][0];
+    next = next + 1;
     const auto t0 = std::chrono::steady_clock::now();
     lin.Forward(x.data(), m, y.data());
     benchmark::DoNotOptimize(y.data());
@@ -231,15 +248,13 @@ void BM_AB(benchmark::State& state, Shape shape, DType compute) {
     onednn_us.push_back(o);
     ratio.push_back(o / f);
   }
-  llmserve::SetGemvEnabled(true);
-  llmserve::SetSmallGemmEnabled(true);
   state.counters["fast_us"] = Median(fast_us);
   state.counters["onednn_us"] = Median(onednn_us);
   state.counters["speedup"] = Median(ratio);
   state.counters["fast_p10_us"] = Quantile(fast_us, 0.1);
   state.counters["onednn_p10_us"] = Quantile(onednn_us, 0.1);
   state.counters["speedup_p10"] = Quantile(onednn_us, 0.1) / Quantile(fast_us, 0.1);
-  state.counters["small_gemm"] = all[0][0]->uses_small_gemm(m) ? 1 : 0;
+  state.counters["small_gemm"] = copies.all[1][0][0]->uses_small_gemm(m) ? 1 : 0;
   state.counters["fast_GFLOPs"] = 2e-3 * static_cast<double>(m * shape.in * shape.out) / Median(fast_us);
 }
 
@@ -289,7 +304,7 @@ int main(int argc, char** argv) {
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--small_gemm_all") == 0) {
-      llmserve::SetSmallGemmDispatchOverride(llmserve::kSmallGemmMaxRows);
+      small_gemm_all = true;
     } else if (std::strcmp(argv[i], "--hot") == 0) {
       hot_weights = true;
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
@@ -302,6 +317,11 @@ int main(int argc, char** argv) {
   const int in_effect = llmserve::ApplyThreadCount(threads);
   benchmark::AddCustomContext("threads", std::to_string(in_effect));
   benchmark::AddCustomContext("avx512_bf16", llmserve::CpuHasAvx512Bf16() ? "yes" : "no");
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const llmserve::LinearOptions o = Options(dt, true);
+    benchmark::AddCustomContext("fast_" + std::string(llmserve::DTypeName(dt)),
+                                llmserve::DescribeDenseDispatch(dt, o.isa, o.dense));
+  }
   Register();
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;

@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!llmserve::GemvSupported(dtype) || !llmserve::SmallGemmSupported(dtype)) {
+  const llmserve::CpuFeatures cpu = llmserve::CpuFeatures::Detect();
+  if (!llmserve::GemvSupported(dtype, cpu.isa()) || !llmserve::SmallGemmSupported(dtype, cpu.isa())) {
     std::fprintf(stderr, "stream_bench: this CPU lacks the AVX-512 kernels for %s; nothing to measure\n",
                  dtype == DType::kBF16 ? "bf16" : "f32");
     return 0;
@@ -123,6 +124,10 @@ int main(int argc, char** argv) {
       std::max(llmserve::SmallGemmScratchElements(ws[0], 16), llmserve::GemvScratchElements(ws[0], 4)));
   std::printf("stream_bench: %d threads, %s, %.2f GB of weights\n", threads, dtype == DType::kBF16 ? "bf16" : "f32", gb);
   std::printf("pass | read GB/s | M=1 GB/s (÷read) | M=8 GB/s (÷read), GFLOP/s | M=16 GB/s, GFLOP/s\n");
+  // The small-batch kernel as Linear runs it on this CPU (its bf16 tile), and with the
+  // compared block size.
+  const llmserve::SmallGemmOptions options{llmserve::Bf16KernelFor(cpu), llmserve::kSmallGemmBlockSteps};
+  const llmserve::SmallGemmOptions compared{options.bf16_kernel, compare_blocks};
   std::vector<double> read, m1, m8, m16, r1, r8, alt8, alt16;
   volatile float sink = 0;
   for (int p = 0; p < passes; ++p) {
@@ -132,18 +137,18 @@ int main(int argc, char** argv) {
     const double t1 = Now();
     for (const llmserve::GemvWeights& w : ws) llmserve::Gemv(w, x.data(), 1, y.data(), scratch.data());
     const double t2 = Now();
-    for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 8, y.data(), scratch.data());
+    for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 8, y.data(), scratch.data(), options);
     const double t3 = Now();
-    for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 16, y.data(), scratch.data());
+    for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 16, y.data(), scratch.data(), options);
     const double t4 = Now();
     if (compare_blocks > 0) {
-      llmserve::SetSmallGemmBlockStepsOverride(compare_blocks);
       const double a0 = Now();
-      for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 8, y.data(), scratch.data());
+      for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 8, y.data(), scratch.data(), compared);
       const double a1 = Now();
-      for (const llmserve::GemvWeights& w : ws) llmserve::SmallGemm(w, x.data(), 16, y.data(), scratch.data());
+      for (const llmserve::GemvWeights& w : ws) {
+        llmserve::SmallGemm(w, x.data(), 16, y.data(), scratch.data(), compared);
+      }
       const double a2 = Now();
-      llmserve::SetSmallGemmBlockStepsOverride(0);
       alt8.push_back((a1 - a0) / (t3 - t2));  // default's speed ÷ the compared block size's
       alt16.push_back((a2 - a1) / (t4 - t3));
     }

@@ -40,6 +40,18 @@ absl::Status RuntimeConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("runtime config: threads must be in [0, 1024] (0 = all cores), got ", threads));
   }
+  return kernels.Validate();
+}
+
+absl::Status KernelChoices::Validate() const {
+  if (small_gemm_min_rows && *small_gemm_min_rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("runtime config: small_gemm_min_rows must be at least 1, got ", *small_gemm_min_rows));
+  }
+  if (small_gemm_max_rows && *small_gemm_max_rows < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("runtime config: small_gemm_max_rows must not be negative, got ", *small_gemm_max_rows));
+  }
   return absl::OkStatus();
 }
 

@@ -5,6 +5,8 @@
 
 #include "absl/status/status.h"
 #include "model/dtype.h"
+#include "model/ops/isa.h"
+#include "model/ops/small_gemm.h"
 #include "model/quant/quant_gemm.h"
 
 namespace llmserve {
@@ -17,6 +19,31 @@ enum class WeightQuant : uint8_t {
 };
 // "auto" / "none" / "int8".
 const char* WeightQuantName(WeightQuant q);
+
+// Kernel choices a caller may force (benchmarks' A/Bs, tests). Whatever is left unset is
+// decided from the CPU's features, once, when the Transformer is built (PlanKernels in
+// model/kernel_plan.h, which has the rules), and logged at start-up.
+struct KernelChoices {
+  // Cap on the instruction sets of llmserve's own kernels (norms, RoPE, activations,
+  // conversions, GEMV, small-batch kernel, attention; kScalar: the reference kernels);
+  // unset = all this CPU has. oneDNN's matmul is not capped.
+  std::optional<Isa> isa;
+  // The small-batch kernel's bf16 tile; unset = Bf16KernelFor(this CPU).
+  std::optional<Bf16Kernel> bf16_kernel;
+  // false: no dense product runs on the GEMV (then 1..4 rows go to oneDNN's matmul,
+  // unless the small-batch kernel takes them).
+  bool gemv = true;
+  // false: no dense product runs on the small-batch kernel.
+  bool small_gemm = true;
+  // The range of M the small-batch kernel takes; unset = DenseDispatchFor's
+  // (model/ops/linear.h). A max below the min: never.
+  std::optional<int64_t> small_gemm_min_rows;
+  std::optional<int64_t> small_gemm_max_rows;
+  // The attention kernel's K/V prefetch stream (results do not depend on it).
+  bool kv_prefetch = true;
+
+  absl::Status Validate() const;
+};
 
 struct RuntimeConfig {
   // Weight dtype the linear layers compute in: kF32 or kBF16. Default: bf16 when the
@@ -32,6 +59,8 @@ struct RuntimeConfig {
   DType kv_dtype = DType::kF32;
   // Threads for OpenMP kernels and oneDNN; 0 = all cores.
   int threads = 0;
+  // Kernel choices to force; by default every one is decided from the CPU.
+  KernelChoices kernels;
 
   absl::Status Validate() const;
 };

@@ -133,9 +133,9 @@ void TransformerImpl::Embed(const ForwardBatch& batch) {
 void TransformerImpl::Norm(const float* in, const std::vector<float>& w, const std::vector<float>& b, int64_t rows,
                            float* out) const {
   if (config_.norm == NormKind::kRmsNorm) {
-    RmsNorm(in, w.data(), rows, config_.hidden_size, config_.norm_eps, out);
+    RmsNorm(plan_.isa, in, w.data(), rows, config_.hidden_size, config_.norm_eps, out);
   } else {
-    LayerNorm(in, w.data(), b.data(), rows, config_.hidden_size, config_.norm_eps, out);
+    LayerNorm(plan_.isa, in, w.data(), b.data(), rows, config_.hidden_size, config_.norm_eps, out);
   }
 }
 
@@ -149,13 +149,13 @@ void TransformerImpl::AttentionInput(int64_t l, const ForwardBatch& batch, KvCac
   w.qkv->Forward(xn_.data(), n, qkv_.data());
   Mark(Op::kQkv);
   if (c.qk_norm) {  // Qwen3: each head's q and k RMS-normalized before RoPE
-    RmsNormHeads(qkv_.data(), n, qkv_dim, c.num_heads, hd, w.q_norm_w.data(), c.norm_eps);
-    RmsNormHeads(qkv_.data() + q_dim, n, qkv_dim, c.num_kv_heads, hd, w.k_norm_w.data(), c.norm_eps);
+    RmsNormHeads(plan_.isa, qkv_.data(), n, qkv_dim, c.num_heads, hd, w.q_norm_w.data(), c.norm_eps);
+    RmsNormHeads(plan_.isa, qkv_.data() + q_dim, n, qkv_dim, c.num_kv_heads, hd, w.k_norm_w.data(), c.norm_eps);
     Mark(Op::kQkNorm);
   }
   if (c.position == PositionKind::kRope) {
     // The K heads follow the Q heads in each row: one pass rotates both.
-    ApplyRopeTable(qkv_.data(), n, qkv_dim, c.num_heads + c.num_kv_heads, hd, c.rope_dim, rope_table_.data(),
+    ApplyRopeTable(plan_.isa, qkv_.data(), n, qkv_dim, c.num_heads + c.num_kv_heads, hd, c.rope_dim, rope_table_.data(),
                    static_cast<int64_t>(rope_.inv_freq.size()), c.rope_layout);
     Mark(Op::kRope);
   }
@@ -173,11 +173,11 @@ void TransformerImpl::Block(int64_t l, const KvCache& cache, std::span<const Att
   const PackedLayer& w = layers_[static_cast<size_t>(l)];
   const int64_t dim = c.hidden_size, q_dim = c.num_heads * c.head_dim, ffn = c.ffn_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  PagedAttention(cache, l, seqs, q, q_stride, c.num_heads, scale, attn_.data(), q_dim, w.window);
+  PagedAttention(plan_.attention, cache, l, seqs, q, q_stride, c.num_heads, scale, attn_.data(), q_dim, w.window);
   Mark(Op::kAttention);
   w.out->Forward(attn_.data(), m, proj_.data());
   Mark(Op::kOutProj);
-  AddInPlace(x, proj_.data(), m * dim);
+  AddInPlace(plan_.isa, x, proj_.data(), m * dim);
   Mark(Op::kResidual);
 
   Norm(x, w.ffn_norm_w, w.ffn_norm_b, m, xn_.data());
@@ -189,15 +189,15 @@ void TransformerImpl::Block(int64_t l, const KvCache& cache, std::span<const Att
     const float* h = hidden_.data();
     float* a = act_.data();
 #pragma omp parallel for if (m > 1)
-    for (int64_t r = 0; r < m; ++r) SiluMul(h + r * 2 * ffn, h + r * 2 * ffn + ffn, ffn, a + r * ffn);
+    for (int64_t r = 0; r < m; ++r) SiluMul(plan_.isa, h + r * 2 * ffn, h + r * 2 * ffn + ffn, ffn, a + r * ffn);
     mlp_in = act_.data();
   } else {
-    GeluTanh(hidden_.data(), m * ffn);
+    GeluTanh(plan_.isa, hidden_.data(), m * ffn);
   }
   Mark(Op::kActivation);
   w.down->Forward(mlp_in, m, proj_.data());
   Mark(Op::kDown);
-  AddInPlace(x, proj_.data(), m * dim);
+  AddInPlace(plan_.isa, x, proj_.data(), m * dim);
   Mark(Op::kResidual);
 }
 

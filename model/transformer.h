@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/kernel_plan.h"
 #include "model/kv_cache.h"
 #include "model/model_weights.h"
 #include "model/runtime_config.h"
@@ -41,7 +42,8 @@ class Transformer {
  public:
   virtual ~Transformer() = default;
 
-  // Packs `weights` for `runtime` (converts to runtime.weight_dtype, reorders for oneDNN).
+  // Packs `weights` for `runtime` (converts to runtime.weight_dtype, reorders for oneDNN),
+  // with every kernel chosen here, once (PlanKernels on this CPU: kernel_plan()).
   // `weights` must outlive the Transformer only during Create (tensors are copied/packed).
   static absl::StatusOr<std::unique_ptr<Transformer>> Create(const ModelWeights& weights,
                                                              const RuntimeConfig& runtime);
@@ -66,6 +68,8 @@ class Transformer {
   virtual std::string weights_summary() const = 0;
   // The linear layers' weight formats, most bytes first: "bf16", "Q4_K+Q6_K", "Q8_0".
   virtual std::string weight_format() const = 0;
+  // The kernels chosen at Create (for the start-up log: KernelPlan::Describe).
+  virtual const KernelPlan& kernel_plan() const = 0;
 };
 
 }  // namespace llmserve

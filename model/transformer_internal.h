@@ -45,9 +45,11 @@ class TransformerImpl final : public Transformer {
   size_t weight_bytes() const override;
   std::string weights_summary() const override { return weights_summary_; }
   std::string weight_format() const override { return weight_format_; }
+  const KernelPlan& kernel_plan() const override { return plan_; }
 
   // Filled by Create (transformer_weights.cc).
   ModelConfig config_;
+  KernelPlan plan_;                      // every kernel choice, made once at Create
   std::unique_ptr<DnnContext> dnn_;
   DType embd_dtype_ = DType::kF32;
   QuantType embd_quant_ = QuantType::kNone;  // token_embd's blocks, when quantized

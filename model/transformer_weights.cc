@@ -188,11 +188,8 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelWeig
     auto dnn = DnnContext::Create();
     if (!dnn.ok()) return dnn.status();
     impl->dnn_ = *std::move(dnn);
-    LinearOptions options;
-    options.compute = runtime.weight_dtype;
-    options.quant = runtime.weight_quant;
-    options.quant_kernel = runtime.quant_kernel.value_or(BestQuantKernel());
-    Packer packer(weights, *impl->dnn_, options);
+    impl->plan_ = PlanKernels(runtime, CpuFeatures::Detect());
+    Packer packer(weights, *impl->dnn_, impl->plan_.linear);
 
     const TensorView& embd = packer.Need("token_embd.weight");
     impl->embd_dtype_ = embd.dtype;

@@ -10,7 +10,6 @@
 #include "model/kv_cache.h"
 #include "model/end_of_generation.h"
 #include "model/model_loader.h"
-#include "model/ops/small_gemm.h"
 #include "model/runtime_config.h"
 #include "model/tokenizer/tokenizer_loader.h"
 #include "model/transformer.h"
@@ -21,13 +20,6 @@
 
 namespace llmserve {
 namespace {
-
-// The bf16 kernel's choice for the startup log line, e.g. "fma (an 8-row block 4.2 us
-// with f32 FMAs, 6.8 us with vdpbf16ps)".
-std::string Bf16KernelSummary(const Bf16KernelTiming& t) {
-  return absl::StrFormat("%s (an 8-row block %.1f us with f32 FMAs, %.1f us with vdpbf16ps)",
-                         Bf16KernelName(t.kernel), t.fma_us, t.dot_us);
-}
 
 // Settles piggybacking from --piggyback: sc.prefill_spread_steps 0 turns it off; auto
 // measures on `model` and `cache` and lets the engine keep the decision current
@@ -134,6 +126,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   if (!transformer.ok()) return Prefixed(transformer.status(), "cannot prepare the model");
   const std::string weight_format = (*transformer)->weight_format();
   const std::string linear_layers = (*transformer)->weights_summary();
+  const std::string kernels = (*transformer)->kernel_plan().Describe();
 
   auto num_blocks = ChooseKvBlocks(config, model_config);
   if (!num_blocks.ok()) return num_blocks.status();
@@ -160,11 +153,6 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   sc.max_decode_stall = config.max_decode_stall;
   sc.prefill_spread_steps = config.prefill_spread_steps;
   sc.mixed_step_tokens = config.mixed_step_tokens;
-  // The bf16 small-batch kernel is chosen by a measurement at its first call; take it
-  // now, before the piggyback calibration times steps, and report it.
-  const std::string bf16_kernel = runtime.weight_dtype == DType::kBF16 && SmallGemmSupported(DType::kBF16)
-                                      ? Bf16KernelSummary(SmallGemmBf16KernelTiming())
-                                      : std::string("-");
   const std::string piggyback = DecidePiggyback(config, **transformer, **cache, ec);
   ec.channel_capacity = static_cast<size_t>(config.channel_capacity);
   auto engine = Engine::Create(ec, MakeTransformerEngineModel(*std::move(transformer), *std::move(cache), config.threads),
@@ -193,7 +181,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
       "model %s (%s %s, %s params, %d layers, hidden %d, %d heads / %d KV heads, vocab %d, context %d), "
       "weights %s, KV %s, threads %s; KV cache %d blocks x %d = %d tokens (%.1f MiB); max_running %d, "
       "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, step_policy %s, piggyback %s, "
-      "bf16 small-batch kernel %s; chat template %s; linear layers %s",
+      "kernels %s; chat template %s; linear layers %s",
       info.model_name, model_config.format, ArchitectureName(model_config.arch), ParamsString(info.num_parameters),
       model_config.num_layers, model_config.hidden_size, model_config.num_heads, model_config.num_kv_heads,
       model_config.vocab_size, model_config.context_length, weight_format,
@@ -201,7 +189,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
       config.threads > 0 ? absl::StrCat(config.threads) : absl::StrCat("all (", cores, ")"), *num_blocks,
       config.block_size, capacity, static_cast<double>(kv.BytesPerBlock()) * *num_blocks / (1 << 20),
       sc.max_running, sc.max_batched_tokens, sc.max_prefill_chunk, sc.max_waiting, StepPolicyName(sc.step_policy),
-      piggyback, bf16_kernel, chat->note, linear_layers);
+      piggyback, kernels, chat->note, linear_layers);
   return out;
 }
 

@@ -7,7 +7,6 @@
 
 #include <omp.h>
 
-#include <atomic>
 #include <cstring>
 
 #include "model/ops/linear_convert.h"
@@ -26,8 +25,8 @@ constexpr int64_t kPrefetchBytes = 1024;
 constexpr int64_t kRowBytes = 256;
 // Row stride of the bf16 copy of x, in elements (keeps rows 64-byte aligned).
 constexpr int64_t kXAlign = 32;
-
-std::atomic<bool> gemv_enabled{true};
+// The bf16 GEMV runs only where GemvSupported says AVX512_BF16 may run, so it rounds x with it.
+constexpr Isa kBf16Isa = Isa::kAvx512Bf16;
 
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
@@ -156,9 +155,9 @@ void GemvPack(DType dtype, const void* plain, int64_t out, int64_t in, void* dst
   }
 }
 
-bool GemvSupported(DType dtype) {
-  if (dtype == DType::kBF16) return simd::UseAvx512Bf16();
-  return dtype == DType::kF32 && simd::UseAvx512();
+bool GemvSupported(DType dtype, Isa isa) {
+  if (dtype == DType::kBF16) return HasAvx512Bf16(isa);
+  return dtype == DType::kF32 && HasAvx512(isa);
 }
 
 size_t GemvScratchElements(const GemvWeights& w, int64_t m) {
@@ -173,7 +172,7 @@ void Gemv(const GemvWeights& w, const float* x, int64_t m, float* y, uint16_t* s
   const int64_t panels = RoundUp(w.out, kGemvPanel) / kGemvPanel;
   const size_t bytes = static_cast<size_t>(panels * w.in_padded * kGemvPanel) * DTypeSize(w.dtype);
   if (bytes < kParallelMinBytes || panels < 2 || omp_get_max_threads() == 1 || omp_in_parallel()) {
-    if (bf16) ConvertRowsToBf16(x, m, w.in, scratch, xs, 0, 1);
+    if (bf16) ConvertRowsToBf16(kBf16Isa, x, m, w.in, scratch, xs, 0, 1);
     RunPanels(w, x, scratch, xs, m, 0, panels, y);
     return;
   }
@@ -183,15 +182,11 @@ void Gemv(const GemvWeights& w, const float* x, int64_t m, float* y, uint16_t* s
     const int nt = omp_get_num_threads();
     // Each thread rounds a slice of x, so that none waits for one to round it all.
     if (bf16) {
-      ConvertRowsToBf16(x, m, w.in, scratch, xs, t, nt);
+      ConvertRowsToBf16(kBf16Isa, x, m, w.in, scratch, xs, t, nt);
 #pragma omp barrier
     }
     RunPanels(w, x, scratch, xs, m, panels * t / nt, panels * (t + 1) / nt, y);
   }
 }
-
-void SetGemvEnabled(bool enabled) { gemv_enabled.store(enabled, std::memory_order_relaxed); }
-
-bool GemvEnabled() { return gemv_enabled.load(std::memory_order_relaxed); }
 
 }  // namespace llmserve

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "model/dtype.h"
+#include "model/ops/isa.h"
 
 namespace llmserve {
 
@@ -49,8 +50,9 @@ size_t GemvPackedElements(DType dtype, int64_t out, int64_t in);
 // at `dst` (GemvPackedElements elements), zeroing the padding. Used by tests and benches.
 void GemvPack(DType dtype, const void* plain, int64_t out, int64_t in, void* dst);
 
-// True when this CPU (and the ISA cap of simd_math.h) can run the GEMV for `dtype`.
-bool GemvSupported(DType dtype);
+// True when the GEMV for `dtype` can run with `isa`: AVX-512 for f32, and AVX512_BF16 too
+// for bf16.
+bool GemvSupported(DType dtype, Isa isa);
 
 // uint16 elements of scratch Gemv needs for `m` rows (0 for f32 weights).
 size_t GemvScratchElements(const GemvWeights& w, int64_t m);
@@ -58,13 +60,7 @@ size_t GemvScratchElements(const GemvWeights& w, int64_t m);
 // y = x · Wᵀ + b for m (1..kGemvMaxRows) rows; x [m, in] and y [m, out] f32 row-major.
 // bf16 weights: x is rounded to bf16 (nearest even) into `scratch` first, as oneDNN's
 // bf16 matmul does. Parallel over panels with the OpenMP threads in effect (each thread
-// one contiguous range). Call only when GemvSupported(w.dtype).
+// one contiguous range). Call only when GemvSupported(w.dtype, the Isa in use).
 void Gemv(const GemvWeights& w, const float* x, int64_t m, float* y, uint16_t* scratch);
-
-// Process-wide switch: when off, Linear sends every M to oneDNN (A/B tests and benches).
-// Default on. Thread-safe.
-void SetGemvEnabled(bool enabled);
-// The switch's current value. Thread-safe.
-bool GemvEnabled();
 
 }  // namespace llmserve

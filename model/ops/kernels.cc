@@ -1,15 +1,13 @@
 // Norms, activations and residual add (RoPE is in kernels_rope.cc). Each kernel has an
-// AVX-512 version and a scalar one, chosen once per process by CPU feature.
+// AVX-512 version and a scalar one; the caller's Isa picks.
 #include "model/ops/kernels.h"
 
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 #include "model/ops/simd_math.h"
-#include "model/runtime_config.h"
 
 namespace llmserve {
 namespace {
@@ -21,8 +19,6 @@ using simd::TailMask;
 constexpr int64_t kParallelWork = int64_t{1} << 15;
 // Elementwise kernels split their range into chunks of this many floats.
 constexpr int64_t kChunk = 4096;
-
-using simd::UseAvx512;
 
 // ---- RMSNorm: as llama2.c's rmsnorm: ss = mean(x^2) + eps; y = w * (x / sqrt(ss)). ----
 
@@ -161,28 +157,9 @@ void ForChunks(int64_t n, Fn fn) {
 
 }  // namespace
 
-namespace simd {
-
-namespace {
-std::atomic<IsaCap> isa_cap{IsaCap::kNative};
-}  // namespace
-
-void SetIsaCapForTesting(IsaCap cap) { isa_cap.store(cap, std::memory_order_relaxed); }
-
-bool UseAvx512() {
-  static const bool avx512 = CpuHasAvx512();
-  return avx512 && isa_cap.load(std::memory_order_relaxed) != IsaCap::kScalar;
-}
-
-bool UseAvx512Bf16() {
-  static const bool bf16 = CpuHasAvx512Bf16();
-  return bf16 && isa_cap.load(std::memory_order_relaxed) == IsaCap::kNative;
-}
-
-}  // namespace simd
-
-void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t dim, const float* w, float eps) {
-  const auto row = UseAvx512() ? RmsNormRowAvx512 : RmsNormRowScalar;
+void RmsNormHeads(Isa isa, float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t dim, const float* w,
+                  float eps) {
+  const auto row = HasAvx512(isa) ? RmsNormRowAvx512 : RmsNormRowScalar;
 #pragma omp parallel for schedule(static) if (rows > 1 && rows * heads * dim >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t h = 0; h < heads; ++h) {
@@ -192,30 +169,31 @@ void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t heads, int
   }
 }
 
-void RmsNorm(const float* x, const float* w, int64_t rows, int64_t dim, float eps, float* y) {
-  const auto row = UseAvx512() ? RmsNormRowAvx512 : RmsNormRowScalar;
+void RmsNorm(Isa isa, const float* x, const float* w, int64_t rows, int64_t dim, float eps, float* y) {
+  const auto row = HasAvx512(isa) ? RmsNormRowAvx512 : RmsNormRowScalar;
 #pragma omp parallel for schedule(static) if (rows > 1 && rows * dim >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r) row(x + r * dim, w, dim, eps, y + r * dim);
 }
 
-void LayerNorm(const float* x, const float* w, const float* b, int64_t rows, int64_t dim, float eps, float* y) {
-  const auto row = UseAvx512() ? LayerNormRowAvx512 : LayerNormRowScalar;
+void LayerNorm(Isa isa, const float* x, const float* w, const float* b, int64_t rows, int64_t dim, float eps,
+               float* y) {
+  const auto row = HasAvx512(isa) ? LayerNormRowAvx512 : LayerNormRowScalar;
 #pragma omp parallel for schedule(static) if (rows > 1 && rows * dim >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r) row(x + r * dim, w, b, dim, eps, y + r * dim);
 }
 
-void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
-  const auto fn = UseAvx512() ? SiluMulAvx512 : SiluMulScalar;
+void SiluMul(Isa isa, const float* gate, const float* up, int64_t n, float* out) {
+  const auto fn = HasAvx512(isa) ? SiluMulAvx512 : SiluMulScalar;
   ForChunks(n, [&](int64_t i, int64_t k) { fn(gate + i, up + i, k, out + i); });
 }
 
-void GeluTanh(float* x, int64_t n) {
-  const auto fn = UseAvx512() ? GeluTanhAvx512 : GeluTanhScalar;
+void GeluTanh(Isa isa, float* x, int64_t n) {
+  const auto fn = HasAvx512(isa) ? GeluTanhAvx512 : GeluTanhScalar;
   ForChunks(n, [&](int64_t i, int64_t k) { fn(x + i, k); });
 }
 
-void AddInPlace(float* y, const float* x, int64_t n) {
-  const auto fn = UseAvx512() ? AddAvx512 : AddScalar;
+void AddInPlace(Isa isa, float* y, const float* x, int64_t n) {
+  const auto fn = HasAvx512(isa) ? AddAvx512 : AddScalar;
   ForChunks(n, [&](int64_t i, int64_t k) { fn(y + i, x + i, k); });
 }
 

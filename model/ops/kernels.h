@@ -1,33 +1,36 @@
-// Elementwise and row kernels of the transformer (f32 activations), vectorized with
-// AVX-512 where the CPU has it (runtime dispatch, scalar fallback), parallel over rows
-// with OpenMP where rows are many.
+// Elementwise and row kernels of the transformer (f32 activations), each with an AVX-512
+// and a scalar implementation: `isa` (model/ops/isa.h, the Transformer's kernel plan)
+// says which may run. Parallel over rows with OpenMP where rows are many.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "model/model_config.h"
+#include "model/ops/isa.h"
 
 namespace llmserve {
 
 // y[r] = x[r] / rms(x[r]) * w, for `rows` rows of `dim`. y may alias x.
-void RmsNorm(const float* x, const float* w, int64_t rows, int64_t dim, float eps, float* y);
+void RmsNorm(Isa isa, const float* x, const float* w, int64_t rows, int64_t dim, float eps, float* y);
 
 // y[r] = (x[r] - mean) / sqrt(var + eps) * w + b. y may alias x.
-void LayerNorm(const float* x, const float* w, const float* b, int64_t rows, int64_t dim, float eps, float* y);
+void LayerNorm(Isa isa, const float* x, const float* w, const float* b, int64_t rows, int64_t dim, float eps,
+               float* y);
 
 // out[i] = silu(gate[i]) * up[i] for `n` elements (SwiGLU). out may alias gate.
-void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+void SiluMul(Isa isa, const float* gate, const float* up, int64_t n, float* out);
 
 // x[i] = gelu_tanh(x[i]) (GPT-2's "gelu_new").
-void GeluTanh(float* x, int64_t n);
+void GeluTanh(Isa isa, float* x, int64_t n);
 
 // y[i] += x[i].
-void AddInPlace(float* y, const float* x, int64_t n);
+void AddInPlace(Isa isa, float* y, const float* x, int64_t n);
 
 // y[r, h] = RmsNorm(x[r, h]) for `rows` rows (row stride `row_stride` floats) of `heads`
 // consecutive vectors of `dim`, each scaled by the same w [dim] (Qwen3's q/k norm). In place.
-void RmsNormHeads(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t dim, const float* w, float eps);
+void RmsNormHeads(Isa isa, float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t dim, const float* w,
+                  float eps);
 
 // Inverse frequencies of RoPE for one head: rope_dim/2 values, with the config's
 // scaling (none, linear, llama3; longrope: the short factors) applied.
@@ -48,8 +51,8 @@ RopeFrequencies RopeFrequenciesFor(const ModelConfig& config);
 // position positions[r], the first `rope_dim` dims of each head, in `layout`:
 //   kInterleaved pairs (2i, 2i+1); kHalf pairs (i, i + rope_dim/2).
 // `row_stride` is the distance in floats between consecutive rows.
-void ApplyRope(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
-               const int32_t* positions, const std::vector<float>& inv_freq, RopeLayout layout);
+void ApplyRope(Isa isa, float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+               int64_t rope_dim, const int32_t* positions, const std::vector<float>& inv_freq, RopeLayout layout);
 
 // The same in two parts, so that a forward pass computes the angles' cosines and sines
 // once for all its layers. RopeTable fills `table` (rows × 2·inv_freq.size() floats) with,
@@ -59,7 +62,7 @@ void RopeTable(const int32_t* positions, int64_t rows, const std::vector<float>&
 // The same with a model's frequencies: row r uses long_inv_freq when positions[r] >=
 // long_from (and it is not empty), and cos and sin are multiplied by mscale.
 void RopeTable(const int32_t* positions, int64_t rows, const RopeFrequencies& freqs, float* table);
-void ApplyRopeTable(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
-                    const float* table, int64_t table_half, RopeLayout layout);
+void ApplyRopeTable(Isa isa, float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+                    int64_t rope_dim, const float* table, int64_t table_half, RopeLayout layout);
 
 }  // namespace llmserve

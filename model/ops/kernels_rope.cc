@@ -165,10 +165,10 @@ void RopeTable(const int32_t* positions, int64_t rows, const RopeFrequencies& fr
   }
 }
 
-void ApplyRopeTable(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
-                    const float* table, int64_t table_half, RopeLayout layout) {
+void ApplyRopeTable(Isa isa, float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+                    int64_t rope_dim, const float* table, int64_t table_half, RopeLayout layout) {
   const int64_t half = std::min<int64_t>(rope_dim / 2, table_half);
-  const bool avx512 = simd::UseAvx512();
+  const bool avx512 = HasAvx512(isa);
 #pragma omp parallel for schedule(static) if (rows >= kParallelRows)
   for (int64_t r = 0; r < rows; ++r) {
     float* row = x + r * row_stride;
@@ -195,13 +195,13 @@ void ApplyRopeTable(float* x, int64_t rows, int64_t row_stride, int64_t heads, i
   }
 }
 
-void ApplyRope(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim, int64_t rope_dim,
-               const int32_t* positions, const std::vector<float>& inv_freq, RopeLayout layout) {
+void ApplyRope(Isa isa, float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+               int64_t rope_dim, const int32_t* positions, const std::vector<float>& inv_freq, RopeLayout layout) {
   thread_local std::vector<float> table;
   const int64_t half = static_cast<int64_t>(inv_freq.size());
   if (table.size() < static_cast<size_t>(rows * 2 * half)) table.resize(static_cast<size_t>(rows * 2 * half));
   RopeTable(positions, rows, inv_freq, table.data());
-  ApplyRopeTable(x, rows, row_stride, heads, head_dim, rope_dim, table.data(), half, layout);
+  ApplyRopeTable(isa, x, rows, row_stride, heads, head_dim, rope_dim, table.data(), half, layout);
 }
 
 }  // namespace llmserve

@@ -13,20 +13,21 @@
 // so the GEMV reads the same packed copy; if oneDNN ever picks another layout, every M
 // stays on oneDNN (no second copy is made).
 //
-// Small batches (SmallGemmDispatchMinRows <= M <= SmallGemmDispatchMaxRows) run the
-// register-blocked kernel of model/ops/small_gemm.h over the same packed copy, where
-// measurements show it beats oneDNN's matmul (and, on CPUs where its bf16 FMA kernel is
-// chosen, every M, the GEMV's included: see those functions).
+// Small batches run the register-blocked kernel of model/ops/small_gemm.h over the same
+// packed copy. Which M go where is the layer's DenseDispatch, fixed at creation
+// (DenseDispatchFor has the default rule and why).
 #include "model/ops/linear.h"
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "model/ops/dnn_context.h"
 #include "model/ops/gemv.h"
 #include "model/ops/huge_page_buffer.h"
@@ -55,8 +56,16 @@ bool IsReference(const dnnl::primitive_desc_base& pd) {
 
 class DnnLinear final : public Linear {
  public:
-  DnnLinear(DnnContext& ctx, std::string name, int64_t in, int64_t out, dt compute, bool has_bias)
-      : ctx_(ctx), name_(std::move(name)), in_(in), out_(out), compute_(compute), has_bias_(has_bias) {
+  DnnLinear(DnnContext& ctx, std::string name, int64_t in, int64_t out, dt compute, bool has_bias, Isa isa,
+            const DenseDispatch& dispatch)
+      : ctx_(ctx),
+        name_(std::move(name)),
+        in_(in),
+        out_(out),
+        compute_(compute),
+        has_bias_(has_bias),
+        isa_(isa),
+        dispatch_(dispatch) {
     cache_.reserve(kMaxCachedPrimitives);
   }
 
@@ -69,11 +78,13 @@ class DnnLinear final : public Linear {
   int64_t out_features() const override { return out_; }
   size_t weight_bytes() const override { return packed_md_.get_size(); }
   std::string format() const override { return compute_ == dt::bf16 ? "bf16" : "f32"; }
-  std::string kernel() const override { return gemv_layout_ ? "onednn+gemv" : "onednn"; }
-  bool uses_gemv() const override { return gemv_layout_ && GemvEnabled() && GemvSupported(gemv_.dtype); }
+  std::string kernel() const override {
+    return gemv_layout_ ? DescribeDenseDispatch(gemv_.dtype, isa_, dispatch_) : "onednn";
+  }
+  bool uses_gemv() const override { return gemv_layout_ && dispatch_.gemv && GemvSupported(gemv_.dtype, isa_); }
   bool uses_small_gemm(int64_t m) const override {
-    return gemv_layout_ && m >= SmallGemmDispatchMinRows(gemv_.dtype) && m <= SmallGemmDispatchMaxRows(gemv_.dtype) &&
-           SmallGemmEnabled() && SmallGemmSupported(gemv_.dtype);
+    return gemv_layout_ && m >= dispatch_.small_gemm_min_rows && m <= dispatch_.small_gemm_max_rows &&
+           SmallGemmSupported(gemv_.dtype, isa_);
   }
 
  private:
@@ -93,6 +104,8 @@ class DnnLinear final : public Linear {
   const int64_t in_, out_;
   const dt compute_;
   const bool has_bias_;
+  const Isa isa_;                  // what the GEMV, the small-batch kernel and conversions may use
+  const DenseDispatch dispatch_;   // which M run which kernel
   dnnl::memory::desc packed_md_;
   HugePageBuffer weights_storage_;  // the packed weights' bytes (huge pages: decode streams them)
   dnnl::memory weights_;            // packed, over weights_storage_
@@ -203,7 +216,7 @@ void DnnLinear::Forward(const float* x, int64_t m, float* y) {
   if (uses_small_gemm(m)) {
     const size_t scratch_bytes = SmallGemmScratchElements(gemv_, m) * sizeof(uint16_t);
     auto* scratch = static_cast<uint16_t*>(ctx_.ScratchBuffer(DnnContext::Scratch::kBf16Src, scratch_bytes));
-    SmallGemm(gemv_, x, m, y, scratch);
+    SmallGemm(gemv_, x, m, y, scratch, dispatch_.small_gemm);
     return;
   }
   if (m <= kGemvMaxRows && uses_gemv()) {
@@ -223,7 +236,7 @@ void DnnLinear::Forward(const float* x, int64_t m, float* y) {
   if (compute_ == dt::bf16) {
     const size_t n = static_cast<size_t>(m) * static_cast<size_t>(in_);
     auto* buf = static_cast<uint16_t*>(ctx_.ScratchBuffer(DnnContext::Scratch::kBf16Src, n * sizeof(uint16_t)));
-    ConvertF32ToBf16(x, n, buf);
+    ConvertF32ToBf16(isa_, x, n, buf);
     src = buf;
   }
   // The C API with a stack array: the C++ execute() builds a std::vector per call.
@@ -264,8 +277,46 @@ absl::Status CheckTensor(const TensorView& t, size_t rank, const char* what) {
 
 }  // namespace
 
+std::string DescribeDenseDispatch(DType compute, Isa isa, const DenseDispatch& d) {
+  auto which = [&](int64_t m) -> std::string {
+    if (m >= d.small_gemm_min_rows && m <= d.small_gemm_max_rows && SmallGemmSupported(compute, isa)) {
+      return compute == DType::kBF16 ? absl::StrCat("small-batch/", Bf16KernelName(d.small_gemm.bf16_kernel))
+                                     : "small-batch";
+    }
+    return m <= kGemvMaxRows && d.gemv && GemvSupported(compute, isa) ? "gemv" : "onednn";
+  };
+  // Where the kernel can change: after the GEMV's rows, and at the small-batch range's ends.
+  std::vector<int64_t> starts = {1, kGemvMaxRows + 1, d.small_gemm_min_rows, d.small_gemm_max_rows + 1};
+  std::erase_if(starts, [](int64_t m) { return m < 1 || m >= kSmallGemmFmaDispatchRows; });
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  std::vector<std::pair<std::string, int64_t>> runs;  // (kernel, its first M), merged
+  for (int64_t m : starts) {
+    std::string k = which(m);
+    if (runs.empty() || runs.back().first != k) runs.emplace_back(std::move(k), m);
+  }
+  if (runs.size() == 1) return runs.front().first;
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const int64_t lo = runs[i].second;
+    if (i + 1 == runs.size()) {
+      parts.push_back(absl::StrCat(runs[i].first, " ", lo, "+"));
+    } else {
+      const int64_t hi = runs[i + 1].second - 1;
+      parts.push_back(lo == hi ? absl::StrCat(runs[i].first, " ", lo) : absl::StrCat(runs[i].first, " ", lo, "-", hi));
+    }
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
 absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(DnnContext& ctx, const TensorView& weight,
                                                        const TensorView* bias, DType compute) {
+  return Create(ctx, weight, bias, DefaultLinearOptions(compute));
+}
+
+absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(DnnContext& ctx, const TensorView& weight,
+                                                       const TensorView* bias, const LinearOptions& options) {
+  const DType compute = options.compute;
   if (compute != DType::kF32 && compute != DType::kBF16) {
     return absl::InvalidArgumentError(
         absl::StrCat("linear ", weight.name, ": compute dtype must be f32 or bf16, got ", DTypeName(compute)));
@@ -292,13 +343,13 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(DnnContext& ctx, const Te
   std::vector<uint8_t> converted;
   if (weight.dtype != compute || reinterpret_cast<uintptr_t>(weight.data) % esize != 0) {
     converted.resize(n * esize);
-    ConvertWeights(weight.dtype, weight.data, n, compute, converted.data());
+    ConvertWeights(options.isa, weight.dtype, weight.data, n, compute, converted.data());
     plain = converted.data();
   }
 
   try {
-    auto linear = std::make_unique<DnnLinear>(ctx, weight.name, in, out,
-                                              compute == DType::kF32 ? dt::f32 : dt::bf16, bias != nullptr);
+    auto linear = std::make_unique<DnnLinear>(ctx, weight.name, in, out, compute == DType::kF32 ? dt::f32 : dt::bf16,
+                                              bias != nullptr, options.isa, options.dense);
     if (absl::Status s = linear->Pack(plain, bias_f32.empty() ? nullptr : bias_f32.data()); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("linear ", weight.name, ": ", s.message()));
     }

@@ -56,10 +56,10 @@ void F32ToBf16Scalar(const float* x, size_t n, uint16_t* y) {
   for (size_t i = 0; i < n; ++i) y[i] = F32ToBF16(x[i]);
 }
 
-void F32ToBf16Dispatch(const float* x, size_t n, uint16_t* y) {
-  if (simd::UseAvx512Bf16()) {
+void F32ToBf16Dispatch(Isa isa, const float* x, size_t n, uint16_t* y) {
+  if (HasAvx512Bf16(isa)) {
     F32ToBf16Bf16Isa(x, n, y);
-  } else if (simd::UseAvx512()) {
+  } else if (HasAvx512(isa)) {
     F32ToBf16Avx512(x, n, y);
   } else {
     F32ToBf16Scalar(x, n, y);
@@ -75,40 +75,40 @@ LLMSERVE_TARGET_AVX512 void F16ToF32Avx512(const unsigned char* src, size_t n, f
   if (i < n) ConvertToF32(DType::kF16, src + 2 * i, n - i, dst + i);
 }
 
-void ChunkToF32(DType src_type, const unsigned char* src, size_t n, float* dst) {
-  if (src_type == DType::kF16 && simd::UseAvx512()) {
+void ChunkToF32(Isa isa, DType src_type, const unsigned char* src, size_t n, float* dst) {
+  if (src_type == DType::kF16 && HasAvx512(isa)) {
     F16ToF32Avx512(src, n, dst);
   } else {
     ConvertToF32(src_type, src, n, dst);
   }
 }
 
-void ConvertChunk(DType src_type, const unsigned char* src, size_t n, DType dst_type, unsigned char* dst) {
+void ConvertChunk(Isa isa, DType src_type, const unsigned char* src, size_t n, DType dst_type, unsigned char* dst) {
   if (src_type == dst_type) {
     std::memcpy(dst, src, n * DTypeSize(src_type));
     return;
   }
   if (dst_type == DType::kF32) {
-    ChunkToF32(src_type, src, n, reinterpret_cast<float*>(dst));
+    ChunkToF32(isa, src_type, src, n, reinterpret_cast<float*>(dst));
     return;
   }
   alignas(64) float tmp[kChunk];
-  ChunkToF32(src_type, src, n, tmp);
-  F32ToBf16Dispatch(tmp, n, reinterpret_cast<uint16_t*>(dst));
+  ChunkToF32(isa, src_type, src, n, tmp);
+  F32ToBf16Dispatch(isa, tmp, n, reinterpret_cast<uint16_t*>(dst));
 }
 
 }  // namespace
 
-void ConvertF32ToBf16(const float* x, size_t n, uint16_t* y) {
+void ConvertF32ToBf16(Isa isa, const float* x, size_t n, uint16_t* y) {
   if (n < kParallelMin) {
-    F32ToBf16Dispatch(x, n, y);
+    F32ToBf16Dispatch(isa, x, n, y);
     return;
   }
   const int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     const size_t begin = static_cast<size_t>(c) * kChunk;
-    F32ToBf16Dispatch(x + begin, std::min(kChunk, n - begin), y + begin);
+    F32ToBf16Dispatch(isa, x + begin, std::min(kChunk, n - begin), y + begin);
   }
 }
 
@@ -123,8 +123,8 @@ LLMSERVE_TARGET_AVX512 void Bf16ToF32Avx512(const uint16_t* x, int64_t n, float*
   }
 }
 
-void Bf16ToF32Dispatch(const uint16_t* x, int64_t n, float* y) {
-  if (simd::UseAvx512()) return Bf16ToF32Avx512(x, n, y);
+void Bf16ToF32Dispatch(Isa isa, const uint16_t* x, int64_t n, float* y) {
+  if (HasAvx512(isa)) return Bf16ToF32Avx512(x, n, y);
   for (int64_t j = 0; j < n; ++j) {
     const uint32_t f = uint32_t{x[j]} << 16;
     std::memcpy(y + j, &f, sizeof(f));
@@ -146,28 +146,28 @@ void ForThreadShare(int64_t m, int64_t in, int t, int nt, Row row) {
 
 }  // namespace
 
-void ConvertRowsToBf16(const float* x, int64_t m, int64_t in, uint16_t* y, int64_t ys, int t, int nt) {
+void ConvertRowsToBf16(Isa isa, const float* x, int64_t m, int64_t in, uint16_t* y, int64_t ys, int t, int nt) {
   ForThreadShare(m, in, t, nt, [&](int64_t r, int64_t begin, int64_t end) {
     if (end <= begin) return;
-    F32ToBf16Dispatch(x + r * in + begin, static_cast<size_t>(end - begin), y + r * ys + begin);
+    F32ToBf16Dispatch(isa, x + r * in + begin, static_cast<size_t>(end - begin), y + r * ys + begin);
     if (end == in && in % 2 != 0) y[r * ys + in] = 0;
   });
 }
 
-void RoundRowsToBf16(const float* x, int64_t m, int64_t in, float* y, int64_t ys, int t, int nt) {
+void RoundRowsToBf16(Isa isa, const float* x, int64_t m, int64_t in, float* y, int64_t ys, int t, int nt) {
   ForThreadShare(m, in, t, nt, [&](int64_t r, int64_t begin, int64_t end) {
     constexpr int64_t kPiece = 256;
     uint16_t bits[kPiece];
     for (int64_t i = begin; i < end; i += kPiece) {
       const int64_t n = std::min(kPiece, end - i);
-      F32ToBf16Dispatch(x + r * in + i, static_cast<size_t>(n), bits);
-      Bf16ToF32Dispatch(bits, n, y + r * ys + i);
+      F32ToBf16Dispatch(isa, x + r * in + i, static_cast<size_t>(n), bits);
+      Bf16ToF32Dispatch(isa, bits, n, y + r * ys + i);
     }
     if (end == in && in % 2 != 0) y[r * ys + in] = 0.0f;
   });
 }
 
-void ConvertWeights(DType src_type, const void* src, size_t n, DType dst_type, void* dst) {
+void ConvertWeights(Isa isa, DType src_type, const void* src, size_t n, DType dst_type, void* dst) {
   const auto* s = static_cast<const unsigned char*>(src);
   auto* d = static_cast<unsigned char*>(dst);
   const size_t ssize = DTypeSize(src_type);
@@ -176,7 +176,7 @@ void ConvertWeights(DType src_type, const void* src, size_t n, DType dst_type, v
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (int64_t c = 0; c < chunks; ++c) {
     const size_t begin = static_cast<size_t>(c) * kChunk;
-    ConvertChunk(src_type, s + begin * ssize, std::min(kChunk, n - begin), dst_type, d + begin * dsize);
+    ConvertChunk(isa, src_type, s + begin * ssize, std::min(kChunk, n - begin), dst_type, d + begin * dsize);
   }
 }
 

@@ -1,5 +1,5 @@
 // Linear::Create over stacked parts: picks the implementation for the weights' formats
-// (linear.h) and builds the stacked weight it needs.
+// (linear.h) and builds the stacked weight it needs; the default dense dispatch.
 #include <cstring>
 #include <vector>
 
@@ -84,10 +84,34 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(DnnContext& ctx, std::spa
   if (options.quant == WeightQuant::kInt8 || (options.quant == WeightQuant::kAuto && any_quantized)) {
     return CreateQuantLinear(ctx, parts, bias_f32.empty() ? nullptr : bias_f32.data(), options);
   }
-  if (parts.size() == 1 && !any_quantized) return Create(ctx, *parts.front(), bias, options.compute);
+  if (parts.size() == 1 && !any_quantized) return Create(ctx, *parts.front(), bias, options);
   std::vector<uint8_t> bytes;
   const TensorView stacked = StackDense(parts, bytes);
-  return Create(ctx, stacked, bias, options.compute);
+  return Create(ctx, stacked, bias, options);
+}
+
+DenseDispatch DenseDispatchFor(DType compute, Bf16Kernel bf16_kernel) {
+  DenseDispatch d;
+  d.gemv = true;
+  d.small_gemm.bf16_kernel = bf16_kernel;
+  if (compute == DType::kBF16 && bf16_kernel == Bf16Kernel::kFma) {
+    d.small_gemm_min_rows = 1;
+    d.small_gemm_max_rows = kSmallGemmFmaDispatchRows;
+  } else {
+    d.small_gemm_min_rows = kSmallGemmMinRows;
+    d.small_gemm_max_rows = kSmallGemmMaxRows;
+  }
+  return d;
+}
+
+LinearOptions DefaultLinearOptions(DType compute) {
+  const CpuFeatures cpu = CpuFeatures::Detect();
+  LinearOptions o;
+  o.compute = compute;
+  o.quant_kernel = BestQuantKernel();
+  o.isa = cpu.isa();
+  o.dense = DenseDispatchFor(compute, Bf16KernelFor(cpu));
+  return o;
 }
 
 }  // namespace llmserve

@@ -10,7 +10,6 @@
 
 #include "model/ops/paged_attention_internal.h"
 #include "model/ops/paged_attention_prefetch.h"
-#include "model/ops/simd_math.h"
 
 namespace llmserve {
 namespace attention {
@@ -88,9 +87,15 @@ void RunTaskScalar(const Args& a, const Task& t, const Task* /*successor*/) {
   }
 }
 
-void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs,
-                        const float* q, int64_t q_stride, int64_t num_heads, float scale, float* out,
-                        int64_t out_stride, int64_t window) {
+}  // namespace attention
+
+void PagedAttention(const AttentionOptions& options, const KvCache& cache, int64_t layer,
+                    std::span<const AttentionSeq> seqs, const float* q, int64_t q_stride, int64_t num_heads,
+                    float scale, float* out, int64_t out_stride, int64_t window) {
+  using attention::Args;
+  using attention::KvPrefetchStream;
+  using attention::Task;
+  const bool avx512 = HasAvx512(options.isa);
   const KvCacheConfig& c = cache.config();
   assert(num_heads > 0 && num_heads % c.num_kv_heads == 0);
   Args a;
@@ -106,13 +111,15 @@ void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::spa
   a.out = out;
   a.out_stride = out_stride;
   a.window = window;
+  a.bf16_dot = HasAvx512Bf16(options.isa);
+  a.kv_prefetch = avx512 && options.kv_prefetch;
 
   // The task list lives on the calling thread and keeps its capacity between calls.
   thread_local std::vector<Task> tasks;
   thread_local std::vector<int64_t> cost;
   tasks.clear();
   cost.clear();
-  const int64_t rows_per_task = std::max<int64_t>(1, kQueriesPerTask / a.group);
+  const int64_t rows_per_task = std::max<int64_t>(1, attention::kQueriesPerTask / a.group);
   for (size_t i = 0; i < seqs.size(); ++i) {
     const AttentionSeq& s = seqs[i];
     assert(s.rows >= 0 && s.rows <= s.context);
@@ -129,7 +136,7 @@ void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::spa
         tasks.push_back(t);
         // Work ~ rows × tokens read (up to the last row's position).
         cost.push_back(int64_t{t.row_end - t.row_begin} *
-                       (int64_t{s.context} - s.rows + t.row_end - TaskFirstToken(a, t)));
+                       (int64_t{s.context} - s.rows + t.row_end - attention::TaskFirstToken(a, t)));
       }
     }
   }
@@ -142,8 +149,7 @@ void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::spa
   std::sort(order.begin(), order.end(),
             [](int32_t x, int32_t y) { return cost[x] != cost[y] ? cost[x] > cost[y] : x < y; });
 
-  const bool avx512 = impl == Impl::kAvx512 || (impl == Impl::kAuto && simd::UseAvx512());
-  void (*run)(const Args&, const Task&, const Task*) = avx512 ? RunTaskAvx512 : RunTaskScalar;
+  void (*run)(const Args&, const Task&, const Task*) = avx512 ? attention::RunTaskAvx512 : attention::RunTaskScalar;
   const Task* list = tasks.data();
   const int32_t* ord = order.data();
   const int64_t n = static_cast<int64_t>(tasks.size());
@@ -155,22 +161,13 @@ void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::spa
     int64_t cur = next.fetch_add(1, std::memory_order_relaxed);
     // The AVX-512 kernel's stream prefetches each successor's head; the first task's
     // comes here.
-    if (avx512 && cur < n) KvPrefetchStream::PrefetchHead(a, list[ord[cur]]);
+    if (a.kv_prefetch && cur < n) KvPrefetchStream::PrefetchHead(a, list[ord[cur]]);
     while (cur < n) {
       const int64_t after = next.fetch_add(1, std::memory_order_relaxed);
       run(a, list[ord[cur]], after < n ? &list[ord[after]] : nullptr);
       cur = after;
     }
   }
-}
-
-}  // namespace attention
-
-void PagedAttention(const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs, const float* q,
-                    int64_t q_stride, int64_t num_heads, float scale, float* out, int64_t out_stride,
-                    int64_t window) {
-  attention::PagedAttentionWith(attention::Impl::kAuto, cache, layer, seqs, q, q_stride, num_heads, scale, out,
-                                out_stride, window);
 }
 
 }  // namespace llmserve

@@ -5,8 +5,21 @@
 #include <span>
 
 #include "model/kv_cache.h"
+#include "model/ops/isa.h"
 
 namespace llmserve {
+
+// How PagedAttention runs, chosen once (the Transformer's kernel plan, model/kernel_plan.h)
+// and passed to every call.
+struct AttentionOptions {
+  // kScalar: the scalar kernel. kAvx512: the AVX-512 kernel, a bf16 cache widened to f32.
+  // kAvx512Bf16: the AVX-512 kernel, a bf16 cache computed with vdpbf16ps (queries and
+  // softmax probabilities rounded to bf16 pairs, as the bf16 matmuls round activations).
+  Isa isa = Isa::kScalar;
+  // The AVX-512 kernel's K/V prefetch stream for decode tasks
+  // (model/ops/paged_attention_prefetch.h). Results do not depend on it.
+  bool kv_prefetch = true;
+};
 
 // One sequence's part of the step.
 struct AttentionSeq {
@@ -25,18 +38,14 @@ struct AttentionSeq {
 // ranges, each its own pass). q and out: f32 [rows, num_heads, head_dim] with row
 // strides q_stride / out_stride (floats). Parallel (OpenMP) over (sequence, KV head,
 // row range); the result does not depend on the thread count or on the rest of the
-// batch (bit for bit). AVX-512 where the CPU has it, else scalar.
+// batch (bit for bit). The kernel is options.isa's (AttentionOptions).
 //
 // window > 0 (sliding-window attention): a row at position p attends only to positions
 // (p - window, p], its last `window` tokens including itself; a task starts reading at
 // the block that holds its first row's first visible token, so whole blocks before the
 // window are skipped. window <= 0: full causal attention.
-void PagedAttention(const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs, const float* q,
-                    int64_t q_stride, int64_t num_heads, float scale, float* out, int64_t out_stride,
-                    int64_t window = 0);
-
-// The AVX-512 kernel's K/V prefetch stream (model/ops/paged_attention_prefetch.h), on by
-// default; off only for in-process A/B benchmarks. Results do not depend on it.
-void SetKvPrefetchEnabled(bool enabled);
+void PagedAttention(const AttentionOptions& options, const KvCache& cache, int64_t layer,
+                    std::span<const AttentionSeq> seqs, const float* q, int64_t q_stride, int64_t num_heads,
+                    float scale, float* out, int64_t out_stride, int64_t window = 0);
 
 }  // namespace llmserve

@@ -585,7 +585,7 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
 void RunTaskAvx512(const Args& a, const Task& t, const Task* successor) {
   if (a.cache->config().dtype != DType::kBF16) {
     RunTask<false, Bf16Math::kWiden>(a, t, successor);
-  } else if (simd::UseAvx512Bf16()) {
+  } else if (a.bf16_dot) {
     RunTask<true, Bf16Math::kDot>(a, t, successor);
   } else {
     RunTask<true, Bf16Math::kWiden>(a, t, successor);

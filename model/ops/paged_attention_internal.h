@@ -22,6 +22,8 @@ struct Args {
   float* out = nullptr;
   int64_t out_stride = 0;
   int64_t window = 0;  // > 0: sliding window (see PagedAttention)
+  bool bf16_dot = false;     // the AVX-512 kernel computes a bf16 cache with vdpbf16ps
+  bool kv_prefetch = false;  // the AVX-512 kernel runs its K/V prefetch stream
 };
 
 // One unit of parallel work: rows [row_begin, row_end) of sequence `seq` (indices into
@@ -65,16 +67,10 @@ constexpr int64_t kQueriesPerTask = 64;
 // Runs one task with plain C++ (any CPU). `successor` (the task this thread runs next, or
 // null) is a hint the scalar kernel ignores.
 void RunTaskScalar(const Args& args, const Task& task, const Task* successor);
-// Runs one task with AVX-512 F/BW/VL; call only when CpuHasAvx512(). While its last tile
+// Runs one task with AVX-512 F/BW/VL (and AVX512_BF16 when args.bf16_dot); call only where
+// the Isa allows it. While its last tile
 // computes it prefetches the first tile of `successor` (the task this thread runs next, or
 // null), so that a task's first keys and values do not arrive as demand misses.
 void RunTaskAvx512(const Args& args, const Task& task, const Task* successor);
-
-enum class Impl { kAuto, kScalar, kAvx512 };
-
-// PagedAttention with a chosen kernel (kAuto: AVX-512 where the CPU has it). For tests.
-void PagedAttentionWith(Impl impl, const KvCache& cache, int64_t layer, std::span<const AttentionSeq> seqs,
-                        const float* q, int64_t q_stride, int64_t num_heads, float scale, float* out,
-                        int64_t out_stride, int64_t window = 0);
 
 }  // namespace llmserve::attention

@@ -2,16 +2,8 @@
 #include "model/ops/paged_attention_prefetch.h"
 
 #include <algorithm>
-#include <atomic>
 
 namespace llmserve {
-
-namespace {
-std::atomic<bool> prefetch_enabled{true};
-}  // namespace
-
-void SetKvPrefetchEnabled(bool enabled) { prefetch_enabled.store(enabled, std::memory_order_relaxed); }
-
 namespace attention {
 
 namespace {
@@ -39,7 +31,7 @@ const uint8_t* TaskRun(const Args& a, const Task& t, int64_t r) {
 void KvPrefetchStream::Plan(const Args& a, const Task& task, const Task* successor, int64_t steps) {
   runs_.clear();
   num_runs_ = run_ = offset_ = per_step_ = 0;
-  if (task.row_end - task.row_begin != 1 || !prefetch_enabled.load(std::memory_order_relaxed)) return;
+  if (task.row_end - task.row_begin != 1 || !a.kv_prefetch) return;
   const int64_t own = 2 * TaskBlocks(a, task);
   for (int64_t r = kAheadRuns; r < own; ++r) runs_.push_back(TaskRun(a, task, r));
   if (successor != nullptr) {
@@ -61,7 +53,7 @@ int64_t KvPrefetchStream::pending_lines() const {
 }
 
 void KvPrefetchStream::PrefetchHead(const Args& a, const Task& task) {
-  if (!prefetch_enabled.load(std::memory_order_relaxed)) return;
+  if (!a.kv_prefetch) return;
   const int64_t runs = std::min(kAheadRuns, 2 * TaskBlocks(a, task));
   const int64_t bytes = static_cast<int64_t>(a.cache->run_bytes());
   for (int64_t r = 0; r < runs; ++r) {

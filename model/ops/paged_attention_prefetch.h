@@ -37,15 +37,16 @@ class KvPrefetchStream {
   // `successor` (the task this thread runs next, or null), spread evenly over `steps`
   // calls of Step(). Allocates only when a task has more runs than any before.
   //
-  // Only a decode task (one row) gets a plan; for a prefill chunk the plan is empty.
+  // Only a decode task (one row) gets a plan, and only when a.kv_prefetch; for a prefill
+  // chunk the plan is empty.
   // Its rows share each K/V load, so it computes far longer per byte than the transfer
   // takes (and its K/V were mostly just written): there the stream measured 3% slower
   // (1 × 512 and 4 × 128 rows after 256 tokens), its steps costing more than they hid;
   // with the empty plan, 0.4–1.7% (the calls that remain).
   void Plan(const Args& a, const Task& task, const Task* successor, int64_t steps);
 
-  // Prefetches the first kAheadRuns runs of `task` at once: a thread's first task of a
-  // call, which no predecessor's stream covered.
+  // Prefetches the first kAheadRuns runs of `task` at once (when a.kv_prefetch): a
+  // thread's first task of a call, which no predecessor's stream covered.
   static void PrefetchHead(const Args& a, const Task& task);
 
   // The planned runs, and the lines not yet issued (for tests).

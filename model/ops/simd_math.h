@@ -1,5 +1,5 @@
-// Internal helpers of the ops: AVX-512 target attributes, CPU dispatch, and a vector exp.
-// Only included by model/ops/*.cc.
+// Internal helpers of the ops: AVX-512 target attributes, masks and a vector exp (which
+// kernel runs is the caller's Isa argument, model/ops/isa.h). Only included by model/ops/*.cc.
 #pragma once
 
 // GCC 12's AVX-512 headers pass _mm512_undefined_ps() to masked builtins, which trips
@@ -14,17 +14,7 @@
 
 namespace llmserve::simd {
 
-// Test hook: caps the instruction sets the kernels and conversions may use, so tests
-// cover every path on one CPU. Default kNative (whatever the CPU has). Thread-safe.
-enum class IsaCap : int { kNative, kNoAvx512Bf16, kScalar };
-void SetIsaCapForTesting(IsaCap cap);
-
-// True when the AVX-512 (F/BW/VL) paths may run.
-bool UseAvx512();
-// True when the AVX512_BF16 paths may run.
-bool UseAvx512Bf16();
-
-// Functions compiled for AVX-512 (F/BW/VL); call only when CpuHasAvx512() is true.
+// Functions compiled for AVX-512 (F/BW/VL); call only when the Isa allows it (HasAvx512).
 #define LLMSERVE_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 // Mask of the first `left` lanes (1..16) of a 16-lane vector.

@@ -1,7 +1,8 @@
 // Small-batch GEMM kernels (design in small_gemm.h, layout in gemv.h).
 //
-// Per thread: panels p0..p1 in order; each panel in k blocks of 256 "steps" (64 KiB; a
-// step is one 256-byte row of the panel: one k for f32, one k pair for bf16). For each
+// Per thread: panels p0..p1 in order; each panel in k blocks of block_steps "steps" (by
+// default 256: 64 KiB; a step is one 256-byte row of the panel: one k for f32, one k pair
+// for bf16). For each
 // block, the M rows run in tiles of <= kTileRows rows; a tile loads its accumulators
 // (zero on the first block, else the partial sums parked in y), walks the block's steps
 // (4 zmm weight loads + per row one broadcast of x and 4 FMA / vdpbf16ps), and parks or
@@ -13,11 +14,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "model/ops/linear_convert.h"
 #include "model/ops/simd_math.h"
@@ -29,27 +27,15 @@ namespace {
 
 // Rows per register tile: kTileRows × 4 accumulators + 4 weight vectors fit in 32 zmm.
 constexpr int kTileRows = 6;
-// Steps (256-byte panel rows) per k block: 64 KiB for every M. Each block costs every
-// tile a load, store and restart of its accumulators, so larger blocks win where the
-// kernel is compute-bound; 64 KiB still stays in L2 for the later tiles, and the next
-// block's prefetch overlaps the arithmetic (bench/stream_bench --compare-blocks compares
-// block sizes).
-constexpr int64_t kDefaultBlockSteps = 256;
 // Bytes of one step of a panel.
 constexpr int64_t kRowBytes = 256;
 // Below this many weight bytes one thread does the whole product (fork/join costs more).
 constexpr size_t kParallelMinBytes = size_t{64} << 10;
 // Row stride of the bf16 copy of x, in elements (keeps rows 64-byte aligned).
 constexpr int64_t kXAlign = 32;
-
-std::atomic<bool> small_gemm_enabled{true};
-std::atomic<int64_t> dispatch_override{-1};
-std::atomic<int64_t> dispatch_min_override{-1};
-std::atomic<int64_t> block_steps_override{0};
-std::atomic<int> bf16_kernel_override{-1};  // a Bf16Kernel, or -1: the measured choice
-// SmallGemmBf16Kernel picks the FMA kernel when it takes less than this much of
-// vdpbf16ps's time.
-constexpr double kFmaMustWin = 0.9;
+// The bf16 kernels run only where SmallGemmSupported says AVX512_BF16 may run, so they
+// round x with it.
+constexpr Isa kBf16Isa = Isa::kAvx512Bf16;
 
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
@@ -128,8 +114,8 @@ LLMSERVE_TARGET_AVX512_BF16 void TileBf16(const unsigned char* w, int64_t steps,
 // that order with x already rounded to bf16 (xf: f32 copy). That is what vdpbf16ps does
 // (two fused multiply-adds, the odd k first; bf16 products are exact in f32), so the
 // results are bit for bit the same, except that vdpbf16ps also flushes denormals to zero.
-// On CPUs that run f32 FMAs at more than twice the rate of vdpbf16ps (Intel's, measured:
-// docs/PERFORMANCE.md) this is the faster kernel.
+// On CPUs that run f32 FMAs at more than twice the rate of vdpbf16ps (Intel's:
+// Bf16KernelFor) this is the faster kernel.
 template <int R>
 LLMSERVE_TARGET_AVX512 void TileBf16Fma(const unsigned char* w, int64_t steps, const float* xf, int64_t xs,
                                         const PrefetchPlan& pf, const TileOut& o) {
@@ -211,16 +197,16 @@ void RunTile(DType dtype, Bf16Kernel kernel, int rows, const unsigned char* w, i
 
 // Panels [p0, p1) of all m rows. x: f32 [m, in] (f32 weights) or the rounded copy (stride
 // xs; bf16, or f32 for the FMA kernel).
-void RunPanels(const GemvWeights& w, Bf16Kernel kernel, const void* x, int64_t xs, int64_t m, int64_t p0, int64_t p1,
-               int64_t panels, float* y) {
+void RunPanels(const GemvWeights& w, const SmallGemmOptions& options, const void* x, int64_t xs, int64_t m, int64_t p0,
+               int64_t p1, int64_t panels, float* y) {
+  const Bf16Kernel kernel = options.bf16_kernel;
   const bool bf16 = w.dtype == DType::kBF16;
   const int64_t steps = bf16 ? (w.in + 1) / 2 : w.in;
   const int64_t x_per_step = bf16 ? 2 : 1;  // x elements per step
   const size_t xsize = bf16 && kernel == Bf16Kernel::kDot ? sizeof(uint16_t) : sizeof(float);
   const int64_t panel_bytes = w.in_padded * kGemvPanel * static_cast<int64_t>(DTypeSize(w.dtype));
   const auto* base = static_cast<const unsigned char*>(w.data);
-  const int64_t forced_steps = block_steps_override.load(std::memory_order_relaxed);
-  const int64_t block_steps = forced_steps > 0 ? forced_steps : kDefaultBlockSteps;
+  const int64_t block_steps = std::max<int64_t>(1, options.block_steps);
   // Balanced tiles: as few as kTileRows allows, sizes differing by at most one.
   const int64_t tiles = (m + kTileRows - 1) / kTileRows;
   for (int64_t p = p0; p < p1; ++p) {
@@ -256,71 +242,13 @@ void RunPanels(const GemvWeights& w, Bf16Kernel kernel, const void* x, int64_t x
   }
 }
 
-// One 64 KiB block (256 steps) through two 4-row tiles, as a decode step of 8 rows runs
-// it, with the weights in cache: the kernel's arithmetic alone. Microseconds, best of 5.
-double TimeBf16Block(Bf16Kernel kernel) {
-  constexpr int64_t kSteps = 256, kRows = 8, kIn = 2 * kSteps;
-  std::vector<uint16_t> w(static_cast<size_t>(kSteps * kRowBytes / 2));
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint16_t>(0x3c00 + (i * 7919) % 1024);  // ~0.01-0.03
-  std::vector<float> xf(static_cast<size_t>(kRows * kIn), 0.5f);
-  std::vector<uint16_t> xb(static_cast<size_t>(kRows * kIn), 0x3f00);
-  std::vector<float> y(static_cast<size_t>(kRows * kGemvPanel));
-  const void* x = kernel == Bf16Kernel::kFma ? static_cast<const void*>(xf.data()) : xb.data();
-  const size_t xsize = kernel == Bf16Kernel::kFma ? sizeof(float) : sizeof(uint16_t);
-  double best = 1e30;
-  for (int rep = 0; rep < 6; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int64_t r0 = 0; r0 < kRows; r0 += 4) {
-      TileOut o;
-      o.y = y.data() + r0 * kGemvPanel;
-      o.ys = kGemvPanel;
-      o.cols = kGemvPanel;
-      o.first = o.last = true;
-      RunTile(DType::kBF16, kernel, 4, reinterpret_cast<const unsigned char*>(w.data()), kSteps,
-              static_cast<const unsigned char*>(x) + static_cast<size_t>(r0 * kIn) * xsize, kIn, PrefetchPlan{}, o);
-    }
-    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    if (rep > 0) best = std::min(best, us);  // rep 0 warms up
-  }
-  return best;
-}
-
-// Which kernel SmallGemmBf16Kernel picks without an override: measured once.
-Bf16KernelTiming MeasureBf16Kernels() {
-  Bf16KernelTiming t;
-  if (!SmallGemmSupported(DType::kBF16)) return t;
-  // Alternate, so that a moment of noise on a shared machine hits both alike.
-  t.dot_us = t.fma_us = 1e30;
-  for (int i = 0; i < 3; ++i) {
-    t.dot_us = std::min(t.dot_us, TimeBf16Block(Bf16Kernel::kDot));
-    t.fma_us = std::min(t.fma_us, TimeBf16Block(Bf16Kernel::kFma));
-  }
-  // The FMA kernel has to win clearly: vdpbf16ps is the incumbent, and does the same
-  // work in half the instructions where the two run at the same rate (AMD Zen 4).
-  t.kernel = t.fma_us < kFmaMustWin * t.dot_us ? Bf16Kernel::kFma : Bf16Kernel::kDot;
-  return t;
-}
-
 }  // namespace
-
-const Bf16KernelTiming& SmallGemmBf16KernelTiming() {
-  static const Bf16KernelTiming timing = MeasureBf16Kernels();
-  return timing;
-}
-
-Bf16Kernel SmallGemmBf16Kernel() {
-  const int forced = bf16_kernel_override.load(std::memory_order_relaxed);
-  if (forced >= 0) return static_cast<Bf16Kernel>(forced);
-  return SmallGemmBf16KernelTiming().kernel;
-}
-
-void SetSmallGemmBf16KernelOverride(std::optional<Bf16Kernel> kernel) {
-  bf16_kernel_override.store(kernel.has_value() ? static_cast<int>(*kernel) : -1, std::memory_order_relaxed);
-}
 
 const char* Bf16KernelName(Bf16Kernel kernel) { return kernel == Bf16Kernel::kFma ? "fma" : "dot"; }
 
-bool SmallGemmSupported(DType dtype) { return GemvSupported(dtype); }
+Bf16Kernel Bf16KernelFor(const CpuFeatures& cpu) { return cpu.intel ? Bf16Kernel::kFma : Bf16Kernel::kDot; }
+
+bool SmallGemmSupported(DType dtype, Isa isa) { return GemvSupported(dtype, isa); }
 
 size_t SmallGemmScratchElements(const GemvWeights& w, int64_t m) {
   if (w.dtype != DType::kBF16) return 0;
@@ -328,27 +256,29 @@ size_t SmallGemmScratchElements(const GemvWeights& w, int64_t m) {
   return 2 * static_cast<size_t>(m) * static_cast<size_t>(RoundUp(w.in, kXAlign));
 }
 
-void SmallGemm(const GemvWeights& w, const float* x, int64_t m, float* y, uint16_t* scratch) {
+void SmallGemm(const GemvWeights& w, const float* x, int64_t m, float* y, uint16_t* scratch,
+               const SmallGemmOptions& options) {
   if (m <= 0) return;
   const bool bf16 = w.dtype == DType::kBF16;
-  const Bf16Kernel kernel = bf16 ? SmallGemmBf16Kernel() : Bf16Kernel::kDot;
-  const bool fma = bf16 && kernel == Bf16Kernel::kFma;
+  SmallGemmOptions o = options;
+  if (!bf16) o.bf16_kernel = Bf16Kernel::kDot;  // f32 weights: x is read as it is
+  const bool fma = bf16 && o.bf16_kernel == Bf16Kernel::kFma;
   const int64_t xs = bf16 ? RoundUp(w.in, kXAlign) : w.in;
   auto* xf = reinterpret_cast<float*>(scratch);  // the FMA kernel's copy (scratch is float-aligned)
   const void* xv = !bf16 ? static_cast<const void*>(x) : fma ? static_cast<const void*>(xf) : scratch;
   // This thread's share (t of nt) of rounding x for the kernel.
   auto round_x = [&](int t, int nt) {
     if (fma) {
-      RoundRowsToBf16(x, m, w.in, xf, xs, t, nt);
+      RoundRowsToBf16(kBf16Isa, x, m, w.in, xf, xs, t, nt);
     } else if (bf16) {
-      ConvertRowsToBf16(x, m, w.in, scratch, xs, t, nt);
+      ConvertRowsToBf16(kBf16Isa, x, m, w.in, scratch, xs, t, nt);
     }
   };
   const int64_t panels = RoundUp(w.out, kGemvPanel) / kGemvPanel;
   const size_t bytes = static_cast<size_t>(panels * w.in_padded * kGemvPanel) * DTypeSize(w.dtype);
   if (bytes < kParallelMinBytes || panels < 2 || omp_get_max_threads() == 1 || omp_in_parallel()) {
     round_x(0, 1);
-    RunPanels(w, kernel, xv, xs, m, 0, panels, panels, y);
+    RunPanels(w, o, xv, xs, m, 0, panels, panels, y);
     return;
   }
 #pragma omp parallel
@@ -360,44 +290,8 @@ void SmallGemm(const GemvWeights& w, const float* x, int64_t m, float* y, uint16
       round_x(t, nt);
 #pragma omp barrier
     }
-    RunPanels(w, kernel, xv, xs, m, panels * t / nt, panels * (t + 1) / nt, panels, y);
+    RunPanels(w, o, xv, xs, m, panels * t / nt, panels * (t + 1) / nt, panels, y);
   }
 }
-
-void SetSmallGemmBlockStepsOverride(int64_t steps) {
-  block_steps_override.store(steps, std::memory_order_relaxed);
-}
-
-void SetSmallGemmDispatchOverride(int64_t rows) { dispatch_override.store(rows, std::memory_order_relaxed); }
-
-void SetSmallGemmDispatchMinOverride(int64_t rows) {
-  dispatch_min_override.store(rows, std::memory_order_relaxed);
-}
-
-int64_t SmallGemmDispatchMinRows(DType dtype) {
-  const int64_t forced = dispatch_min_override.load(std::memory_order_relaxed);
-  if (forced >= 0) return forced;
-  // Where the FMA kernel is chosen, its prefetch of the next 64 KiB block into L2 also
-  // streams a 1..4-row product faster than the GEMV's fixed-distance prefetch
-  // (bench/forward_bench with LLMSERVE_BENCH_FEW_ROWS=ab compares the two).
-  if (dtype == DType::kBF16 && SmallGemmBf16Kernel() == Bf16Kernel::kFma) return 1;
-  return kSmallGemmMinRows;
-}
-
-int64_t SmallGemmDispatchMaxRows(DType dtype) {
-  const int64_t forced = dispatch_override.load(std::memory_order_relaxed);
-  if (forced >= 0) return forced;
-  // Up to 32 rows the kernel reads each weight panel once for all rows and keeps up with
-  // oneDNN's matmul (bench/linear_bench AB/* compares them), and a row's result then does
-  // not depend on the batch size (bit-identical to the GEMV). With the FMA kernel (a CPU
-  // whose vdpbf16ps runs at half the FMA rate, as oneDNN's bf16 matmul then does too) it
-  // serves every M, prefill included.
-  if (dtype == DType::kBF16 && SmallGemmBf16Kernel() == Bf16Kernel::kFma) return kSmallGemmFmaDispatchRows;
-  return kSmallGemmMaxRows;
-}
-
-void SetSmallGemmEnabled(bool enabled) { small_gemm_enabled.store(enabled, std::memory_order_relaxed); }
-
-bool SmallGemmEnabled() { return small_gemm_enabled.load(std::memory_order_relaxed); }
 
 }  // namespace llmserve

@@ -1,7 +1,8 @@
 // Small-batch matrix products for decode at batch 5..32: y[M, out] = x[M, in] · Wᵀ (+ b)
 // for kSmallGemmMinRows <= M <= kSmallGemmMaxRows, AVX-512 (f32 via FMA, bf16 via
-// vdpbf16ps or, where faster, f32 FMA: Bf16Kernel), over the same panel-packed weights the GEMV reads (layout in gemv.h: oneDNN's
-// BA16a64b2a / BA16a64b, read in place, no second copy).
+// vdpbf16ps or, where faster, f32 FMA: Bf16Kernel), over the same panel-packed weights
+// the GEMV reads (layout in gemv.h: oneDNN's BA16a64b2a / BA16a64b, read in place, no
+// second copy).
 //
 // Each weight panel (64 outputs) is streamed from memory once per call and reused for all
 // M rows: the panel is walked in k blocks small enough to stay in L1/L2, and for each
@@ -12,10 +13,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 
 #include "model/dtype.h"
 #include "model/ops/gemv.h"
+#include "model/ops/isa.h"
 
 namespace llmserve {
 
@@ -23,74 +24,55 @@ namespace llmserve {
 // f32 in registers (kFma). Both give the same results bit for bit (vdpbf16ps is two fused
 // multiply-adds, odd k first, of exact bf16 products), except that vdpbf16ps flushes
 // denormals to zero. Which is faster depends on the CPU: AMD Zen 4 runs one 512-bit
-// vdpbf16ps or FMA a cycle, so kDot does the work in half the instructions; recent Intel
-// Xeons run two 512-bit FMAs a cycle but half a vdpbf16ps, so kFma is faster there.
+// vdpbf16ps or FMA a cycle, so kDot does the work in half the instructions; Intel's
+// AVX512_BF16 Xeons run two 512-bit FMAs a cycle but half a vdpbf16ps, so kFma is faster
+// there (1.4x on an 8-row block in cache, docs/PERFORMANCE.md).
 enum class Bf16Kernel : uint8_t { kDot, kFma };
+// "dot" / "fma".
 const char* Bf16KernelName(Bf16Kernel kernel);
 
-// The measurement behind the automatic choice: one 64 KiB block through two 4-row tiles
-// (an 8-row decode step's work on it) with the weights in cache, best of several.
-struct Bf16KernelTiming {
-  Bf16Kernel kernel = Bf16Kernel::kDot;  // the choice: kFma if it takes < 0.9 of kDot's time
-  double dot_us = 0, fma_us = 0;         // 0: not measured (no AVX-512 BF16)
-};
-// Measured once, at the first call (about a millisecond). Thread-safe.
-const Bf16KernelTiming& SmallGemmBf16KernelTiming();
-// The kernel bf16 SmallGemm calls use: the override if set, else the measured choice.
-Bf16Kernel SmallGemmBf16Kernel();
-// Bench/test hook: force a kernel (nullopt: the measured choice again). Thread-safe.
-void SetSmallGemmBf16KernelOverride(std::optional<Bf16Kernel> kernel);
+// The faster bf16 kernel for `cpu`, by the rule above: kFma on Intel CPUs, kDot on the
+// others. (It replaces a timing of both on one block at the first call, which took kFma
+// where it needed < 0.9 of kDot's time: it chose kFma on the Intel Xeon and kDot on the
+// AMD EPYC measured, as this rule does, without a measurement's noise.)
+Bf16Kernel Bf16KernelFor(const CpuFeatures& cpu);
 
-// Smallest M the kernel serves (below it the GEMV is better: weight-bandwidth bound).
+// Smallest M Linear sends to the kernel by default (below it the GEMV is better:
+// weight-bandwidth bound), and the largest it serves by default (DenseDispatchFor,
+// model/ops/linear.h, may send every M with the FMA kernel).
 inline constexpr int64_t kSmallGemmMinRows = kGemvMaxRows + 1;
-// Largest M the kernel can serve (Linear may use a lower limit: SmallGemmDispatchMaxRows).
 inline constexpr int64_t kSmallGemmMaxRows = 32;
+// Default k block: 256 steps (256-byte panel rows), 64 KiB for every M. Each block costs
+// every row tile a load, store and restart of its accumulators, so larger blocks win where
+// the kernel is compute-bound; 64 KiB still stays in L2 for the later tiles, and the next
+// block's prefetch overlaps the arithmetic (bench/stream_bench --compare-blocks compares
+// block sizes).
+inline constexpr int64_t kSmallGemmBlockSteps = 256;
 
-// True when this CPU (and the ISA cap of simd_math.h) can run the kernel for `dtype`.
-bool SmallGemmSupported(DType dtype);
+// How SmallGemm runs, chosen once and stored by the layer that calls it.
+struct SmallGemmOptions {
+  Bf16Kernel bf16_kernel = Bf16Kernel::kDot;   // for bf16 weights
+  int64_t block_steps = kSmallGemmBlockSteps;  // k block in steps (>= 1); results do not depend on it
+};
+
+// True when the kernel for `dtype` can run with `isa` (as the GEMV: gemv.h).
+bool SmallGemmSupported(DType dtype, Isa isa);
 
 // uint16 elements of scratch SmallGemm needs for `m` rows (0 for f32 weights; 4-byte
 // aligned: the FMA kernel keeps an f32 copy of x there).
 size_t SmallGemmScratchElements(const GemvWeights& w, int64_t m);
 
 // y = x · Wᵀ + b for m rows (any m >= 1; the kernel is built for 5..32, and for any m
-// with the FMA kernel, which also serves prefill); x [m, in] and y [m, out] f32 row-major. bf16 weights: x is rounded to bf16
-// (nearest even) into `scratch` once, as oneDNN's bf16 matmul does (as bf16, or as f32
-// for the FMA kernel: SmallGemmBf16Kernel). Parallel over panels
-// with the OpenMP threads in effect. Call only when SmallGemmSupported(w.dtype).
-void SmallGemm(const GemvWeights& w, const float* x, int64_t m, float* y, uint16_t* scratch);
+// with the FMA kernel, which also serves prefill); x [m, in] and y [m, out] f32
+// row-major. bf16 weights: x is rounded to bf16 (nearest even) into `scratch` once, as
+// oneDNN's bf16 matmul does (as bf16, or as f32 for the FMA kernel). Parallel over panels
+// with the OpenMP threads in effect. Call only when SmallGemmSupported(w.dtype, the Isa
+// in use).
+void SmallGemm(const GemvWeights& w, const float* x, int64_t m, float* y, uint16_t* scratch,
+               const SmallGemmOptions& options);
 
-// What SmallGemmDispatchMaxRows returns for bf16 weights with the FMA kernel: every M a
-// step can have.
+// The largest M DenseDispatchFor gives the kernel for bf16 weights with the FMA kernel:
+// every M a step can have.
 inline constexpr int64_t kSmallGemmFmaDispatchRows = int64_t{1} << 40;
-
-// Largest M for which Linear uses SmallGemm instead of oneDNN's matmul for `dtype`
-// weights (0: never), chosen from measurements on the target CPUs: kSmallGemmMaxRows,
-// or kSmallGemmFmaDispatchRows for bf16 with the FMA kernel (SmallGemmBf16Kernel).
-int64_t SmallGemmDispatchMaxRows(DType dtype);
-
-// Bench hook: SmallGemmDispatchMaxRows returns `rows` for every dtype (-1: the measured
-// defaults again). Thread-safe.
-void SetSmallGemmDispatchOverride(int64_t rows);
-
-// Smallest M for which Linear uses SmallGemm for `dtype` weights (below it, the GEMV):
-// kSmallGemmMinRows, or 1 for bf16 with the FMA kernel. On the CPU that picks it (Intel
-// Xeon, docs/PERFORMANCE.md) the blocked kernel also streams a 1-row product faster than
-// the GEMV does (bench/forward_bench, LLMSERVE_BENCH_FEW_ROWS=ab).
-int64_t SmallGemmDispatchMinRows(DType dtype);
-
-// Bench/test hook: SmallGemmDispatchMinRows returns `rows` for every dtype (-1: the
-// defaults again). Thread-safe.
-void SetSmallGemmDispatchMinOverride(int64_t rows);
-
-// Bench hook: k blocks of `steps` 256-byte panel rows instead of the default (<= 0: the
-// default again). Thread-safe; results are the same for every block size.
-void SetSmallGemmBlockStepsOverride(int64_t steps);
-
-// Process-wide switch: when off, Linear sends M > kGemvMaxRows to oneDNN (A/B tests and
-// benches). Default on. Thread-safe.
-void SetSmallGemmEnabled(bool enabled);
-// The switch's current value. Thread-safe.
-bool SmallGemmEnabled();
 
 }  // namespace llmserve

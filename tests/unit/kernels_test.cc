@@ -12,7 +12,6 @@
 
 #include "gtest/gtest.h"
 #include "model/ops/kernels.h"
-#include "model/ops/simd_math.h"
 #include "model/runtime_config.h"
 
 namespace llmserve {
@@ -28,12 +27,11 @@ std::vector<float> Random(size_t n, float lo, float hi, uint32_t seed) {
   return v;
 }
 
-// Runs each test body once on the dispatched (AVX-512 where available) path and once on
-// the forced scalar path.
+// Runs each test body once with the best instruction set this CPU has (AVX-512 where
+// available) and once with the scalar kernels.
 class KernelsTest : public ::testing::TestWithParam<bool> {
  protected:
-  void SetUp() override { simd::SetIsaCapForTesting(GetParam() ? simd::IsaCap::kScalar : simd::IsaCap::kNative); }
-  void TearDown() override { simd::SetIsaCapForTesting(simd::IsaCap::kNative); }
+  Isa isa() const { return GetParam() ? Isa::kScalar : CpuFeatures::Detect().isa(); }
 };
 
 INSTANTIATE_TEST_SUITE_P(Paths, KernelsTest, ::testing::Values(false, true),
@@ -46,7 +44,7 @@ TEST_P(KernelsTest, RmsNormMatchesDefinition) {
     std::vector<float> x = Random(rows * dim, -2.0f, 2.0f, 11 + dim);
     const std::vector<float> w = Random(dim, -1.5f, 1.5f, 12 + dim);
     std::vector<float> y(x.size());
-    RmsNorm(x.data(), w.data(), rows, dim, eps, y.data());
+    RmsNorm(isa(), x.data(), w.data(), rows, dim, eps, y.data());
     // Sum of squares: (dim-1)u relative (all terms positive); the square root halves it;
     // square, divide, add eps, sqrt, reciprocal and two products add ~6u.
     const double tol = ((dim + 1) / 2.0 + 8) * kU;
@@ -60,7 +58,7 @@ TEST_P(KernelsTest, RmsNormMatchesDefinition) {
       }
     }
     // In place gives the same result.
-    RmsNorm(x.data(), w.data(), rows, dim, eps, x.data());
+    RmsNorm(isa(), x.data(), w.data(), rows, dim, eps, x.data());
     EXPECT_EQ(x, y);
   }
 }
@@ -72,7 +70,7 @@ TEST_P(KernelsTest, RmsNormManyRowsParallel) {
   for (int64_t r = 0; r < rows; ++r) x[r * dim] = float(r + 1) * 10.0f;  // rows differ in scale
   const std::vector<float> w(dim, 1.0f);
   std::vector<float> y(x.size());
-  RmsNorm(x.data(), w.data(), rows, dim, 1e-6f, y.data());
+  RmsNorm(isa(), x.data(), w.data(), rows, dim, 1e-6f, y.data());
   for (int64_t r = 0; r < rows; ++r) {
     double ss = 0;
     for (int64_t j = 0; j < dim; ++j) ss += double(y[r * dim + j]) * y[r * dim + j];
@@ -90,8 +88,8 @@ TEST_P(KernelsTest, LayerNormMatchesDefinition) {
     const std::vector<float> w = Random(dim, -2.0f, 2.0f, 22 + dim);
     const std::vector<float> b = Random(dim, -0.5f, 0.5f, 23 + dim);
     std::vector<float> y(x.size()), y_nobias(x.size());
-    LayerNorm(x.data(), w.data(), b.data(), rows, dim, eps, y.data());
-    LayerNorm(x.data(), w.data(), nullptr, rows, dim, eps, y_nobias.data());
+    LayerNorm(isa(), x.data(), w.data(), b.data(), rows, dim, eps, y.data());
+    LayerNorm(isa(), x.data(), w.data(), nullptr, rows, dim, eps, y_nobias.data());
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x.data() + r * dim;
       double mean = 0, var = 0;
@@ -113,7 +111,7 @@ TEST_P(KernelsTest, LayerNormMatchesDefinition) {
         ASSERT_NEAR(y_nobias[r * dim + j], norm * w[j], tol + 1e-30) << "dim " << dim << " j " << j;
       }
     }
-    LayerNorm(x.data(), w.data(), b.data(), rows, dim, eps, x.data());
+    LayerNorm(isa(), x.data(), w.data(), b.data(), rows, dim, eps, x.data());
     EXPECT_EQ(x, y);
   }
 }
@@ -128,7 +126,7 @@ TEST_P(KernelsTest, SiluMulMatchesDefinition) {
   }
   const std::vector<float> up = Random(gate.size(), -3.0f, 3.0f, 32);
   std::vector<float> out(gate.size());
-  SiluMul(gate.data(), up.data(), static_cast<int64_t>(gate.size()), out.data());
+  SiluMul(isa(), gate.data(), up.data(), static_cast<int64_t>(gate.size()), out.data());
   for (size_t i = 0; i < gate.size(); ++i) {
     const double ref = SiluRef(gate[i]) * up[i];
     // exp within 2u, 1 + e, the division and the product: 6u. Where exp(-g) overflows
@@ -139,11 +137,11 @@ TEST_P(KernelsTest, SiluMulMatchesDefinition) {
   // out may alias gate; n not a multiple of 16; n = 0 touches nothing.
   std::vector<float> g2 = Random(37, -5.0f, 5.0f, 33), u2 = Random(37, -5.0f, 5.0f, 34);
   std::vector<float> expect(37);
-  SiluMul(g2.data(), u2.data(), 37, expect.data());
-  SiluMul(g2.data(), u2.data(), 37, g2.data());
+  SiluMul(isa(), g2.data(), u2.data(), 37, expect.data());
+  SiluMul(isa(), g2.data(), u2.data(), 37, g2.data());
   EXPECT_EQ(g2, expect);
   float sentinel = 42.0f;
-  SiluMul(&sentinel, &sentinel, 0, &sentinel);
+  SiluMul(isa(), &sentinel, &sentinel, 0, &sentinel);
   EXPECT_EQ(sentinel, 42.0f);
 }
 
@@ -151,7 +149,7 @@ TEST_P(KernelsTest, SiluMulLargeIsParallelAndCorrect) {
   const size_t n = 300000;  // several chunks
   const std::vector<float> gate = Random(n, -8.0f, 8.0f, 35), up = Random(n, -1.0f, 1.0f, 36);
   std::vector<float> out(n);
-  SiluMul(gate.data(), up.data(), n, out.data());
+  SiluMul(isa(), gate.data(), up.data(), n, out.data());
   for (size_t i = 0; i < n; ++i) {
     const double ref = SiluRef(gate[i]) * up[i];
     ASSERT_NEAR(out[i], ref, 6 * kU * std::fabs(ref) + 1e-37) << i;
@@ -171,7 +169,7 @@ TEST_P(KernelsTest, GeluTanhMatchesDefinition) {
   std::vector<float> x = Random(2000, -12.0f, 12.0f, 41);
   for (float v : {0.0f, 1e-6f, -1e-6f, 0.5f, -0.5f, 3.0f, -3.0f, 20.0f, -20.0f, 1000.0f, -1000.0f}) x.push_back(v);
   std::vector<float> y = x;
-  GeluTanh(y.data(), static_cast<int64_t>(y.size()));
+  GeluTanh(isa(), y.data(), static_cast<int64_t>(y.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     const double ref = GeluRef(x[i]);
     // 8u relative for the vector form x / (1 + exp(-2u)); the scalar form's 1 + tanhf
@@ -184,7 +182,7 @@ TEST_P(KernelsTest, AddInPlaceIsExact) {
   for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{17}, size_t{100000}}) {
     const std::vector<float> a = Random(n, -1e3f, 1e3f, 51), b = Random(n, -1e3f, 1e3f, 52);
     std::vector<float> y = a;
-    AddInPlace(y.data(), b.data(), static_cast<int64_t>(n));
+    AddInPlace(isa(), y.data(), b.data(), static_cast<int64_t>(n));
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], a[i] + b[i]) << i;  // float addition, once
   }
 }

@@ -18,7 +18,6 @@
 #include "model/ops/dnn_context.h"
 #include "model/ops/gemv.h"
 #include "model/ops/linear_convert.h"
-#include "model/ops/simd_math.h"
 #include "model/ops/small_gemm.h"
 
 namespace llmserve {
@@ -241,41 +240,38 @@ TEST_F(LinearTest, RowsAreIndependent) {
 }
 
 TEST_F(LinearTest, GemvPathMatchesOneDnnPath) {
-  // M <= kGemvMaxRows runs the GEMV over oneDNN's packed copy; the same Linear with the
-  // GEMV switched off runs oneDNN's matmul. Both approximate the same product of the same
+  // M <= kGemvMaxRows runs the GEMV over oneDNN's packed copy; the same weight built
+  // without the GEMV runs oneDNN's matmul. Both approximate the same product of the same
   // (rounded) operands, so they agree within twice the f32 accumulation bound. Larger M
-  // never takes the GEMV: its results do not depend on the switch at all.
-  struct Restore {
-    ~Restore() {
-      SetGemvEnabled(true);
-      SetSmallGemmDispatchMinOverride(-1);
-    }
-  } restore;
-  // The GEMV for M <= kGemvMaxRows (where the bf16 FMA kernel is chosen, Linear would
-  // send those to the small-batch kernel, tested in small_gemm_test).
-  SetSmallGemmDispatchMinOverride(kSmallGemmMinRows);
+  // never takes the GEMV: its results do not depend on it at all.
+  const Isa isa = CpuFeatures::Detect().isa();
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{172, 64}, {50, 33}, {3, 5}, {1000, 300}, {130, 2049}};
   for (DType compute : {DType::kF32, DType::kBF16}) {
-    if (!GemvSupported(compute)) continue;  // nothing to compare on this CPU
+    if (!GemvSupported(compute, isa)) continue;  // nothing to compare on this CPU
+    // The GEMV for M <= kGemvMaxRows (with the bf16 FMA kernel, the default dispatch sends
+    // those to the small-batch kernel, tested in small_gemm_test).
+    LinearOptions with_gemv = DefaultLinearOptions(compute);
+    with_gemv.dense.small_gemm_min_rows = kSmallGemmMinRows;
+    LinearOptions without = with_gemv;
+    without.dense.gemv = false;
     for (auto [out, in] : shapes) {
       Source w = MakeWeights(DType::kF32, out, in, 21 + out + in);
       const std::vector<float> bias = RandomFloats(out, 22);
       TensorView bias_view{"test.bias", DType::kF32, {out}, reinterpret_cast<const uint8_t*>(bias.data()),
                            bias.size() * 4};
       for (bool with_bias : {false, true}) {
-        auto lin = Linear::Create(*ctx_, w.view, with_bias ? &bias_view : nullptr, compute);
+        auto lin = Linear::Create(*ctx_, w.view, with_bias ? &bias_view : nullptr, with_gemv);
         ASSERT_TRUE(lin.ok()) << lin.status();
+        auto onednn = Linear::Create(*ctx_, w.view, with_bias ? &bias_view : nullptr, without);
+        ASSERT_TRUE(onednn.ok()) << onednn.status();
         // On AVX-512 oneDNN packs in the GEMV's layout; if this fails the GEMV never runs.
         ASSERT_TRUE((*lin)->uses_gemv()) << DTypeName(compute) << " " << out << "x" << in;
+        EXPECT_FALSE((*onednn)->uses_gemv());
         for (int64_t m = 1; m <= kGemvMaxRows + 1; ++m) {
           const std::vector<float> x = RandomFloats(m * in, 23 + m);
           std::vector<float> y_gemv(m * out, std::nanf("")), y_dnn(m * out, std::nanf(""));
-          SetGemvEnabled(true);
           (*lin)->Forward(x.data(), m, y_gemv.data());
-          SetGemvEnabled(false);
-          EXPECT_FALSE((*lin)->uses_gemv());
-          (*lin)->Forward(x.data(), m, y_dnn.data());
-          SetGemvEnabled(true);
+          (*onednn)->Forward(x.data(), m, y_dnn.data());
           const std::string what = std::string(DTypeName(compute)) + " " + std::to_string(out) + "x" +
                                    std::to_string(in) + (with_bias ? " bias" : "") + " M=" + std::to_string(m);
           for (int64_t i = 0; i < m; ++i) {
@@ -322,18 +318,20 @@ TEST_F(LinearTest, RejectsBadInputs) {
 
 // ---- The conversions behind Linear, on every instruction-set path. ----
 
-class ConvertTest : public ::testing::TestWithParam<simd::IsaCap> {
+// Each test runs on every path this CPU has: AVX512_BF16, AVX-512 alone, scalar.
+class ConvertTest : public ::testing::TestWithParam<Isa> {
  protected:
-  void TearDown() override { simd::SetIsaCapForTesting(simd::IsaCap::kNative); }
-  void SetUp() override { simd::SetIsaCapForTesting(GetParam()); }
+  void SetUp() override {
+    if (isa() > CpuFeatures::Detect().isa()) GTEST_SKIP() << "this CPU has no " << IsaName(isa());
+  }
+  Isa isa() const { return GetParam(); }
 };
 
-INSTANTIATE_TEST_SUITE_P(Paths, ConvertTest,
-                         ::testing::Values(simd::IsaCap::kNative, simd::IsaCap::kNoAvx512Bf16, simd::IsaCap::kScalar),
+INSTANTIATE_TEST_SUITE_P(Paths, ConvertTest, ::testing::Values(Isa::kAvx512Bf16, Isa::kAvx512, Isa::kScalar),
                          [](const auto& info) {
                            switch (info.param) {
-                             case simd::IsaCap::kNative: return "Native";
-                             case simd::IsaCap::kNoAvx512Bf16: return "NoAvx512Bf16";
+                             case Isa::kAvx512Bf16: return "Avx512Bf16";
+                             case Isa::kAvx512: return "Avx512";
                              default: return "Scalar";
                            }
                          });
@@ -356,7 +354,7 @@ TEST_P(ConvertTest, F32ToBf16RoundsToNearestEven) {
   for (float v : {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, 3.0e38f, -3.0e38f, 1e-30f}) x.push_back(v);
   for (size_t n : {size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, x.size()}) {
     std::vector<uint16_t> y(n + 1, 0xabcd);
-    ConvertF32ToBf16(x.data(), n, y.data());
+    ConvertF32ToBf16(isa(), x.data(), n, y.data());
     for (size_t i = 0; i < n; ++i) {
       const float expect = RoundToBf16(x[i]);
       ASSERT_EQ(Bf16Value(y[i]), expect) << "x " << x[i] << " n " << n;
@@ -366,7 +364,7 @@ TEST_P(ConvertTest, F32ToBf16RoundsToNearestEven) {
   }
   const float nan_in[3] = {std::nanf(""), -std::nanf(""), Bits(0x7f800001u)};  // incl. a signaling NaN
   uint16_t nan_out[3];
-  ConvertF32ToBf16(nan_in, 3, nan_out);
+  ConvertF32ToBf16(isa(), nan_in, 3, nan_out);
   for (uint16_t h : nan_out) EXPECT_TRUE(std::isnan(Bf16Value(h))) << std::hex << h;
 }
 
@@ -380,7 +378,7 @@ TEST_P(ConvertTest, RowSharesTogetherConvertEveryRow) {
       const std::vector<float> x = RandomFloats(static_cast<size_t>(m * in), static_cast<uint32_t>(in + m), -4, 4);
       for (int nt : {1, 2, 3, 5}) {
         std::vector<uint16_t> y(static_cast<size_t>(m * ys), 0xabcd);
-        for (int t = 0; t < nt; ++t) ConvertRowsToBf16(x.data(), m, in, y.data(), ys, t, nt);
+        for (int t = 0; t < nt; ++t) ConvertRowsToBf16(isa(), x.data(), m, in, y.data(), ys, t, nt);
         const std::string what = "in " + std::to_string(in) + " m " + std::to_string(m) + " nt " + std::to_string(nt);
         for (int64_t r = 0; r < m; ++r) {
           for (int64_t i = 0; i < in; ++i) {
@@ -404,10 +402,10 @@ TEST_P(ConvertTest, WeightsFromEveryDType) {
     Source w = MakeWeights(src, out, in, 71, 3);  // 3 bytes off alignment
     const size_t n = w.values.size();
     std::vector<float> f32(n);
-    ConvertWeights(src, w.view.data, n, DType::kF32, f32.data());
+    ConvertWeights(isa(), src, w.view.data, n, DType::kF32, f32.data());
     EXPECT_EQ(f32, w.values) << DTypeName(src);
     std::vector<uint16_t> bf16(n);
-    ConvertWeights(src, w.view.data, n, DType::kBF16, bf16.data());
+    ConvertWeights(isa(), src, w.view.data, n, DType::kBF16, bf16.data());
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(Bf16Value(bf16[i]), RoundToBf16(w.values[i])) << DTypeName(src) << " " << i;
   }
   // f16 subnormals, signed zero, infinity: 0x0001 = 2^-24, 0x03ff = 1023·2^-24, 0x8000 = -0.
@@ -418,7 +416,7 @@ TEST_P(ConvertTest, WeightsFromEveryDType) {
   std::vector<uint16_t> many;
   for (int rep = 0; rep < 5; ++rep) many.insert(many.end(), std::begin(halves), std::end(halves));  // > 16: vector path
   std::vector<float> got(many.size());
-  ConvertWeights(DType::kF16, many.data(), many.size(), DType::kF32, got.data());
+  ConvertWeights(isa(), DType::kF16, many.data(), many.size(), DType::kF32, got.data());
   for (size_t i = 0; i < many.size(); ++i) {
     EXPECT_EQ(got[i], expect[i % 8]) << std::hex << many[i];
     EXPECT_EQ(std::signbit(got[i]), std::signbit(expect[i % 8])) << std::hex << many[i];
@@ -426,11 +424,14 @@ TEST_P(ConvertTest, WeightsFromEveryDType) {
 }
 
 TEST_P(ConvertTest, Bf16LinearOnThisPath) {
-  // The bf16 matmul path end to end with this path's activation conversion.
+  // The bf16 matmul path end to end with this path's conversions (weights at load, the
+  // activations of each call): a layer built for this Isa.
   auto ctx = DnnContext::Create();
   ASSERT_TRUE(ctx.ok());
   Source w = MakeWeights(DType::kF16, 50, 33, 81);
-  auto lin = Linear::Create(**ctx, w.view, nullptr, DType::kBF16);
+  LinearOptions options = DefaultLinearOptions(DType::kBF16);
+  options.isa = isa();
+  auto lin = Linear::Create(**ctx, w.view, nullptr, options);
   ASSERT_TRUE(lin.ok()) << lin.status();
   const int64_t m = 9;
   const std::vector<float> x = RandomFloats(m * 33, 82);

@@ -10,7 +10,7 @@
 #include "model/kv_cache.h"
 #include "model/ops/paged_attention.h"
 #include "model/ops/paged_attention_internal.h"
-#include "model/ops/simd_math.h"
+#include "model/ops/isa.h"
 
 namespace llmserve::attention {
 namespace {
@@ -54,6 +54,7 @@ struct Fixture {
     args.seqs = seqs.data();
     args.num_heads = kHeads;
     args.group = kHeads / kKvHeads;
+    args.kv_prefetch = true;
   }
 
   // Run r of (sequence, KV head) in the kernel's reading order.
@@ -122,7 +123,8 @@ TEST(KvPrefetchStreamTest, PrefillChunkGetsNoPlan) {
 // decode task has issued its whole stream (the successor's head included) when it ends.
 // A plan paced over too many steps would leave lines pending here.
 TEST(KvPrefetchStreamTest, DecodeKernelIssuesItsWholeStream) {
-  if (!simd::UseAvx512()) GTEST_SKIP() << "the stream belongs to the AVX-512 kernel; this CPU has none";
+  const Isa isa = CpuFeatures::Detect().isa();
+  if (!HasAvx512(isa)) GTEST_SKIP() << "the stream belongs to the AVX-512 kernel; this CPU has none";
   for (int32_t context : {17, 200, 1000}) {
     // One sequence, one row, on one thread: the tasks are its KV heads in order, so the
     // last task plans no successor and its own runs past the distance.
@@ -130,14 +132,34 @@ TEST(KvPrefetchStreamTest, DecodeKernelIssuesItsWholeStream) {
     std::vector<float> q(static_cast<size_t>(kHeads * kHeadDim), 0.5f), out(q.size());
     const int saved = omp_get_max_threads();
     omp_set_num_threads(1);
-    PagedAttentionWith(Impl::kAvx512, *f.cache, kLayer, f.seqs, q.data(), kHeads * kHeadDim, kHeads, 0.125f,
-                       out.data(), kHeads * kHeadDim);
+    PagedAttention(AttentionOptions{isa, true}, *f.cache, kLayer, f.seqs, q.data(), kHeads * kHeadDim, kHeads, 0.125f,
+                   out.data(), kHeads * kHeadDim);
     omp_set_num_threads(saved);
     const KvPrefetchStream& stream = ThreadPrefetchStream();
     const int64_t runs = 2 * ((context + kBlock - 1) / kBlock);
     EXPECT_EQ(static_cast<int64_t>(stream.plan().size()), std::max<int64_t>(0, runs - kAhead)) << context;
     EXPECT_EQ(stream.pending_lines(), 0) << "context " << context;
   }
+}
+
+// With AttentionOptions::kv_prefetch off, neither a plan nor the kernel issues a stream.
+TEST(KvPrefetchStreamTest, OffPlansNothing) {
+  Fixture f({300, 300}, {1, 1});
+  f.args.kv_prefetch = false;
+  const Task decode{0, 0, 0, 1}, next{1, 0, 0, 1};
+  KvPrefetchStream stream;
+  stream.Plan(f.args, decode, &next, 100);
+  EXPECT_TRUE(stream.plan().empty());
+  EXPECT_EQ(stream.pending_lines(), 0);
+  const Isa isa = CpuFeatures::Detect().isa();
+  if (!HasAvx512(isa)) return;  // the scalar kernel has no stream
+  std::vector<float> q(static_cast<size_t>(2 * kHeads * kHeadDim), 0.5f), out(q.size());
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  PagedAttention(AttentionOptions{isa, false}, *f.cache, kLayer, f.seqs, q.data(), kHeads * kHeadDim, kHeads, 0.125f,
+                 out.data(), kHeads * kHeadDim);
+  omp_set_num_threads(saved);
+  EXPECT_TRUE(ThreadPrefetchStream().plan().empty());
 }
 
 }  // namespace

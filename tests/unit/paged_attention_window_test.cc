@@ -14,9 +14,9 @@ namespace llmserve {
 namespace {
 
 using ::llmserve::testing::Geometry;
-using ::llmserve::testing::IsaScope;
 using ::llmserve::testing::Kernel;
 using ::llmserve::testing::Kernels;
+using ::llmserve::testing::Options;
 using ::llmserve::testing::kLayer;
 using ::llmserve::testing::MakeProblem;
 using ::llmserve::testing::MaxAbs;
@@ -49,12 +49,11 @@ TEST_P(PagedAttentionWindowTest, BatchedEqualsAlone) {
   const int64_t width = g.heads * g.head_dim;
   for (const Kernel& kernel : Kernels()) {
     const std::vector<float> batched = RunAttention(p, kernel, window);
-    const IsaScope isa(kernel.cap);
     for (const AttentionSeq& s : p.seqs) {
       AttentionSeq alone = s;
       alone.row_start = 0;
       std::vector<float> out(static_cast<size_t>(s.rows * width));
-      attention::PagedAttentionWith(kernel.impl, *p.cache, kLayer, {&alone, 1}, p.q.data() + s.row_start * p.q_stride,
+      PagedAttention(Options(kernel), *p.cache, kLayer, {&alone, 1}, p.q.data() + s.row_start * p.q_stride,
                                     p.q_stride, g.heads, 1.0f / std::sqrt(static_cast<float>(g.head_dim)), out.data(),
                                     width, window);
       for (int64_t r = 0; r < s.rows; ++r) {
@@ -75,14 +74,13 @@ TEST_P(PagedAttentionWindowTest, ChunkingDoesNotChangeBits) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(g.head_dim));
   for (const Kernel& kernel : Kernels()) {
     const std::vector<float> whole = RunAttention(p, kernel, window);
-    const IsaScope isa(kernel.cap);
     for (int32_t chunk : {1, 7, 64}) {
       for (int32_t begin = 0; begin < kRows; begin += chunk) {
         AttentionSeq s = p.seqs[0];
         s.rows = std::min(chunk, kRows - begin);
         s.context = begin + s.rows;
         std::vector<float> out(static_cast<size_t>(s.rows * width));
-        attention::PagedAttentionWith(kernel.impl, *p.cache, kLayer, {&s, 1}, p.q.data() + begin * p.q_stride,
+        PagedAttention(Options(kernel), *p.cache, kLayer, {&s, 1}, p.q.data() + begin * p.q_stride,
                                       p.q_stride, g.heads, scale, out.data(), width, window);
         for (int32_t r = 0; r < s.rows; ++r) {
           ASSERT_EQ(std::memcmp(out.data() + r * width, whole.data() + (begin + r) * p.out_stride,

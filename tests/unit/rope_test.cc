@@ -10,13 +10,16 @@
 #include "gtest/gtest.h"
 #include "model/model_config.h"
 #include "model/ops/kernels.h"
-#include "model/ops/simd_math.h"
 #include "model/runtime_config.h"
 
 namespace llmserve {
 namespace {
 
 constexpr double kU = 1.0 / (1 << 24);  // float unit roundoff
+
+// The rotation these tests run: the best this CPU has (Avx512EqualsScalarBitForBit pins
+// the AVX-512 rotation to the scalar one).
+const Isa kIsa = CpuFeatures::Detect().isa();
 
 ModelConfig RopeConfig(int64_t head_dim, int64_t rope_dim, float theta) {
   ModelConfig c;
@@ -124,7 +127,7 @@ TEST(ApplyRopeTest, InterleavedEqualsRunCBitForBit) {
     std::vector<float> expect = x;
     for (size_t r = 0; r < positions.size(); ++r) RunCRope(expect.data() + r * dim, dim, head_size, positions[r]);
     const std::vector<float> inv = RopeInvFreq(RopeConfig(head_size, head_size, 10000.0f));
-    ApplyRope(x.data(), positions.size(), dim, heads, head_size, head_size, positions.data(), inv,
+    ApplyRope(kIsa, x.data(), positions.size(), dim, heads, head_size, head_size, positions.data(), inv,
               RopeLayout::kInterleaved);
     for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], expect[i]) << "head_size " << head_size << " i " << i;
   }
@@ -155,7 +158,7 @@ TEST(ApplyRopeTest, BothLayoutsMatchEquations) {
       const std::vector<float> orig = Random(rows * stride, 99);
       std::vector<float> x = orig;
       const std::vector<float> inv = RopeInvFreq(RopeConfig(head_dim, rope_dim, float(theta)));
-      ApplyRope(x.data(), rows, stride, heads, head_dim, rope_dim, positions.data(), inv, layout);
+      ApplyRope(kIsa, x.data(), rows, stride, heads, head_dim, rope_dim, positions.data(), inv, layout);
       for (int64_t r = 0; r < rows; ++r) {
         std::vector<double> ref(orig.begin() + r * stride, orig.begin() + r * stride + heads * head_dim);
         RopeRef(ref, heads, head_dim, rope_dim, theta, positions[r], layout);
@@ -190,9 +193,9 @@ TEST(ApplyRopeTest, ManyRowsEqualRowByRow) {
   const std::vector<float> inv = RopeInvFreq(RopeConfig(head_dim, head_dim, 10000.0f));
   for (RopeLayout layout : {RopeLayout::kInterleaved, RopeLayout::kHalf}) {
     std::vector<float> all = Random(rows * dim, 5), one = all;
-    ApplyRope(all.data(), rows, dim, heads, head_dim, head_dim, positions.data(), inv, layout);
+    ApplyRope(kIsa, all.data(), rows, dim, heads, head_dim, head_dim, positions.data(), inv, layout);
     for (int64_t r = 0; r < rows; ++r) {
-      ApplyRope(one.data() + r * dim, 1, dim, heads, head_dim, head_dim, &positions[r], inv, layout);
+      ApplyRope(kIsa, one.data() + r * dim, 1, dim, heads, head_dim, head_dim, &positions[r], inv, layout);
     }
     EXPECT_EQ(all, one);
     // A rotation preserves each pair's length.
@@ -216,10 +219,8 @@ TEST(ApplyRopeTest, Avx512EqualsScalarBitForBit) {
     const std::vector<float> inv = RopeInvFreq(RopeConfig(head_dim, rope_dim, 10000.0f));
     for (RopeLayout layout : {RopeLayout::kInterleaved, RopeLayout::kHalf}) {
       std::vector<float> vec = Random(rows * dim, 9), scalar = vec;
-      ApplyRope(vec.data(), rows, dim, heads, head_dim, rope_dim, positions.data(), inv, layout);
-      simd::SetIsaCapForTesting(simd::IsaCap::kScalar);
-      ApplyRope(scalar.data(), rows, dim, heads, head_dim, rope_dim, positions.data(), inv, layout);
-      simd::SetIsaCapForTesting(simd::IsaCap::kNative);
+      ApplyRope(Isa::kAvx512, vec.data(), rows, dim, heads, head_dim, rope_dim, positions.data(), inv, layout);
+      ApplyRope(Isa::kScalar, scalar.data(), rows, dim, heads, head_dim, rope_dim, positions.data(), inv, layout);
       ASSERT_EQ(vec, scalar) << "head_dim " << head_dim << " rope_dim " << rope_dim << " layout "
                              << static_cast<int>(layout);
     }

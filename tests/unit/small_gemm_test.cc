@@ -33,7 +33,7 @@ using test_util::Packed;
 using test_util::RandomFloats;
 using test_util::RoundToBf16;
 
-// A weight dtype and, for bf16, the kernel forced (Bf16Kernel): every test runs both bf16
+// A weight dtype and, for bf16, the kernel (Bf16Kernel): every test runs both bf16
 // kernels whichever this CPU would pick.
 struct Variant {
   DType dtype;
@@ -43,17 +43,15 @@ struct Variant {
 class SmallGemmTest : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
-    if (!SmallGemmSupported(dtype())) GTEST_SKIP() << "no AVX-512 (BF16) on this CPU";
+    if (!SmallGemmSupported(dtype(), CpuFeatures::Detect().isa())) GTEST_SKIP() << "no AVX-512 (BF16) on this CPU";
     threads_ = omp_get_max_threads();
-    SetSmallGemmBf16KernelOverride(GetParam().kernel);
   }
-  void TearDown() override {
-    omp_set_num_threads(threads_);
-    SetSmallGemmEnabled(true);
-    SetGemvEnabled(true);
-    SetSmallGemmBf16KernelOverride(std::nullopt);
-  }
+  void TearDown() override { omp_set_num_threads(threads_); }
   DType dtype() const { return GetParam().dtype; }
+  // The kernel's options: this variant's bf16 tile, k blocks of `block_steps` steps.
+  SmallGemmOptions options(int64_t block_steps = kSmallGemmBlockSteps) const {
+    return SmallGemmOptions{GetParam().kernel, block_steps};
+  }
   bool fma() const { return dtype() == DType::kBF16 && GetParam().kernel == Bf16Kernel::kFma; }
   int threads_ = 1;
 };
@@ -102,7 +100,7 @@ TEST_P(SmallGemmTest, MatchesDoubleReference) {
           const float sentinel = 12345.0f;
           for (size_t i = static_cast<size_t>(m * out); i < y.size(); ++i) y[i] = sentinel;
           std::vector<uint16_t> scratch(SmallGemmScratchElements(p.w, m) + 1);
-          SmallGemm(p.w, x.data(), m, y.data(), scratch.data());
+          SmallGemm(p.w, x.data(), m, y.data(), scratch.data(), options());
           const std::string what = std::string(DTypeName(dtype)) + " " + std::to_string(out) + "x" +
                                    std::to_string(in) + (with_bias ? " bias" : "") + " M=" + std::to_string(m) +
                                    " threads=" + std::to_string(threads);
@@ -129,7 +127,7 @@ TEST_P(SmallGemmTest, ManyRowsMatchDoubleReference) {
         const float sentinel = 12345.0f;
         for (size_t i = static_cast<size_t>(m * out); i < y.size(); ++i) y[i] = sentinel;
         std::vector<uint16_t> scratch(SmallGemmScratchElements(p.w, m));
-        SmallGemm(p.w, x.data(), m, y.data(), scratch.data());
+        SmallGemm(p.w, x.data(), m, y.data(), scratch.data(), options());
         const std::string what = std::string(DTypeName(dtype)) + " " + std::to_string(out) + "x" +
                                  std::to_string(in) + " M=" + std::to_string(m) + " threads=" + std::to_string(threads);
         ASSERT_NO_FATAL_FAILURE(CheckAgainstReference(dtype, y, ref, m, out, in, sentinel, what));
@@ -156,14 +154,13 @@ TEST_P(SmallGemmTest, RowsMatchTheGemvBitForBit) {
     }
   }
   std::vector<uint16_t> scratch(SmallGemmScratchElements(p.w, kSmallGemmMaxRows) + GemvScratchElements(p.w, 1));
-  // Block sizes: the default (0), one that leaves a short last block, one above the panel.
-  for (int64_t block_steps : {0, 7, 2048}) {
-    SetSmallGemmBlockStepsOverride(block_steps);
+  // Block sizes: the default, one that leaves a short last block, one above the panel.
+  for (int64_t block_steps : {kSmallGemmBlockSteps, int64_t{7}, int64_t{2048}}) {
     for (int threads : {1, 2, 3}) {
       omp_set_num_threads(threads);
       for (int64_t m : {5, 8, 13, 16, 32}) {
         std::vector<float> y(static_cast<size_t>(m * out));
-        SmallGemm(p.w, x.data(), m, y.data(), scratch.data());
+        SmallGemm(p.w, x.data(), m, y.data(), scratch.data(), options(block_steps));
         for (int64_t r = 0; r < m; ++r) {
           if (fma()) {
             std::copy_n(model.begin() + r * out, out, y1.begin());
@@ -178,13 +175,13 @@ TEST_P(SmallGemmTest, RowsMatchTheGemvBitForBit) {
       }
     }
   }
-  SetSmallGemmBlockStepsOverride(0);
 }
 
 TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
-  // Linear over oneDNN's own packed copy: the kernel (switch on) against oneDNN's matmul
-  // (switches off, the GEMV's too) for M = 1..32, 64 and 200, with bias, odd out (a
-  // partial last panel). With the FMA kernel, Linear sends every M to it.
+  // Linear over oneDNN's own packed copy: built with this variant's default dispatch (the
+  // kernel for the M DenseDispatchFor gives it) against the same weight built to run every
+  // M on oneDNN's matmul (no GEMV, no small-batch kernel), for M = 1..32, 64 and 200, with
+  // bias, odd out (a partial last panel). With the FMA kernel, Linear sends every M to it.
   const DType dtype = this->dtype();
   auto ctx = DnnContext::Create();
   ASSERT_TRUE(ctx.ok()) << ctx.status();
@@ -193,8 +190,15 @@ TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
   const std::vector<float> b = RandomFloats(static_cast<size_t>(out), 22);
   TensorView wv{"w", DType::kF32, {out, in}, reinterpret_cast<const uint8_t*>(w.data()), w.size() * 4};
   TensorView bv{"b", DType::kF32, {out}, reinterpret_cast<const uint8_t*>(b.data()), b.size() * 4};
-  auto lin = Linear::Create(**ctx, wv, &bv, dtype);
+  LinearOptions fast = DefaultLinearOptions(dtype);
+  fast.dense = DenseDispatchFor(dtype, GetParam().kernel);
+  LinearOptions onednn = fast;
+  onednn.dense.gemv = false;
+  onednn.dense.small_gemm_max_rows = 0;
+  auto lin = Linear::Create(**ctx, wv, &bv, fast);
   ASSERT_TRUE(lin.ok()) << lin.status();
+  auto dnn = Linear::Create(**ctx, wv, &bv, onednn);
+  ASSERT_TRUE(dnn.ok()) << dnn.status();
   const int64_t max_m = 200;
   const std::vector<float> x = RandomFloats(static_cast<size_t>(max_m * in), 23);
   std::vector<int64_t> ms;
@@ -203,16 +207,12 @@ TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
   ms.push_back(max_m);
   int64_t used = 0, dispatched = 0;
   for (int64_t m : ms) {
-    dispatched += m >= SmallGemmDispatchMinRows(dtype) && m <= SmallGemmDispatchMaxRows(dtype) ? 1 : 0;
+    dispatched += m >= fast.dense.small_gemm_min_rows && m <= fast.dense.small_gemm_max_rows ? 1 : 0;
     std::vector<float> ours(static_cast<size_t>(m * out)), theirs(ours.size());
-    SetSmallGemmEnabled(true);
     used += (*lin)->uses_small_gemm(m) ? 1 : 0;
     (*lin)->Forward(x.data(), m, ours.data());
-    SetSmallGemmEnabled(false);
-    SetGemvEnabled(false);
-    EXPECT_FALSE((*lin)->uses_small_gemm(m));
-    (*lin)->Forward(x.data(), m, theirs.data());
-    SetGemvEnabled(true);
+    EXPECT_FALSE((*dnn)->uses_small_gemm(m));
+    (*dnn)->Forward(x.data(), m, theirs.data());
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t n = 0; n < out; ++n) {
         double mag = std::fabs(b[n]);
@@ -224,39 +224,25 @@ TEST_P(SmallGemmTest, LinearMatchesOneDnnMatmul) {
       }
     }
   }
-  // Whether Linear dispatches here depends on SmallGemmDispatchMaxRows; the comparison
-  // above runs either way, so say which path "ours" took.
-  RecordProperty("small_gemm_rows_dispatched", static_cast<int>(used));
+  EXPECT_FALSE((*dnn)->uses_gemv());
+  EXPECT_EQ((*dnn)->kernel(), "onednn");
+  // The dispatch is what the options say: 5..32 rows, or with the FMA kernel every M (1
+  // row and prefill too).
   EXPECT_EQ(used, dispatched);
-  // With the FMA kernel, Linear sends every M to it (1 row and prefill too).
-  if (fma()) {
-    EXPECT_EQ(used, static_cast<int64_t>(ms.size()));
-  }
+  EXPECT_EQ(used, fma() ? static_cast<int64_t>(ms.size()) : kSmallGemmMaxRows - kSmallGemmMinRows + 1);
 }
 
-TEST(SmallGemmBf16KernelTest, ChoiceFollowsTheMeasurement) {
-  if (!SmallGemmSupported(DType::kBF16)) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
-  const Bf16KernelTiming& t = SmallGemmBf16KernelTiming();
-  RecordProperty("dot_us", std::to_string(t.dot_us));
-  RecordProperty("fma_us", std::to_string(t.fma_us));
-  EXPECT_GT(t.dot_us, 0.0);
-  EXPECT_GT(t.fma_us, 0.0);
-  EXPECT_EQ(t.kernel, t.fma_us < 0.9 * t.dot_us ? Bf16Kernel::kFma : Bf16Kernel::kDot);
-  EXPECT_EQ(SmallGemmBf16Kernel(), t.kernel);
-  SetSmallGemmBf16KernelOverride(Bf16Kernel::kFma);
-  EXPECT_EQ(SmallGemmBf16Kernel(), Bf16Kernel::kFma);
-  SetSmallGemmBf16KernelOverride(Bf16Kernel::kDot);
-  EXPECT_EQ(SmallGemmBf16Kernel(), Bf16Kernel::kDot);
-  SetSmallGemmBf16KernelOverride(std::nullopt);
-  EXPECT_EQ(SmallGemmBf16Kernel(), t.kernel);
-}
-
-TEST(SmallGemmSwitchTest, DefaultsOnAndToggles) {
-  EXPECT_TRUE(SmallGemmEnabled());
-  SetSmallGemmEnabled(false);
-  EXPECT_FALSE(SmallGemmEnabled());
-  SetSmallGemmEnabled(true);
-  EXPECT_TRUE(SmallGemmEnabled());
+// The bf16 tile by CPU: f32 FMAs on Intel (vdpbf16ps at half their rate there), vdpbf16ps
+// elsewhere (AMD Zen 4 runs both at one a cycle), whatever else the CPU has.
+TEST(Bf16KernelForTest, FmaOnIntelDotElsewhere) {
+  CpuFeatures cpu;
+  cpu.avx512 = cpu.avx512_bf16 = cpu.avx512_vnni = true;
+  cpu.intel = true;
+  EXPECT_EQ(Bf16KernelFor(cpu), Bf16Kernel::kFma);
+  cpu.intel = false;
+  EXPECT_EQ(Bf16KernelFor(cpu), Bf16Kernel::kDot);
+  EXPECT_STREQ(Bf16KernelName(Bf16Kernel::kFma), "fma");
+  EXPECT_STREQ(Bf16KernelName(Bf16Kernel::kDot), "dot");
 }
 
 }  // namespace

@@ -104,10 +104,11 @@ class TransformerGoldenTest : public ::testing::Test {
     tok_ = *std::move(tok);
   }
 
-  std::unique_ptr<Transformer> Make(DType weight_dtype) {
+  std::unique_ptr<Transformer> Make(DType weight_dtype, const KernelChoices& kernels = {}) {
     RuntimeConfig rt;
     rt.weight_dtype = weight_dtype;
     rt.threads = 2;
+    rt.kernels = kernels;
     auto m = Transformer::Create(*weights_, rt);
     EXPECT_TRUE(m.ok()) << m.status();
     return m.ok() ? *std::move(m) : nullptr;
@@ -144,42 +145,56 @@ TEST_F(TransformerGoldenTest, PromptEncodesAsRunC) {
   EXPECT_EQ(*ids, golden_.prompt_ids);
 }
 
+// With this CPU's kernels and with the scalar reference kernels (norms, RoPE, attention,
+// activations; the dense layers then run every M on oneDNN's matmul).
 TEST_F(TransformerGoldenTest, F32MatchesRunCForEveryPrefillChunk) {
-  auto model = Make(DType::kF32);
-  ASSERT_NE(model, nullptr);
-  for (int64_t chunk : {int64_t{0}, int64_t{1}, int64_t{7}}) {
-    SCOPED_TRACE("prefill chunk " + std::to_string(chunk));
-    auto r = RunGreedy(*model, {golden_.prompt_ids}, RunCOptions(chunk));
-    ASSERT_TRUE(r.ok()) << r.status();
-    const GreedyResult& res = (*r)[0];
-    std::vector<int32_t> seq = golden_.prompt_ids;
-    seq.insert(seq.end(), res.generated.begin(), res.generated.end());
-    EXPECT_EQ(seq, golden_.sequence_ids);
-    // run.c prints the prompt's pieces and the continuation, then "\n".
-    std::vector<int32_t> printed(seq.begin() + 1, seq.end());
-    EXPECT_EQ(tok_->Decode(printed) + "\n", golden_.stdout_text);
-    ASSERT_EQ(res.top_logits.size(), static_cast<size_t>(weights_->config.vocab_size));
-    for (size_t i = 0; i < golden_.top5.size(); ++i) {
-      EXPECT_EQ(res.top_logits[i].first, golden_.top5[i].first) << "rank " << i;
-      EXPECT_NEAR(res.top_logits[i].second, golden_.top5[i].second, 1e-4) << "rank " << i;
+  KernelChoices scalar;
+  scalar.isa = Isa::kScalar;
+  for (const KernelChoices& kernels : {KernelChoices{}, scalar}) {
+    auto model = Make(DType::kF32, kernels);
+    ASSERT_NE(model, nullptr);
+    SCOPED_TRACE(model->kernel_plan().Describe());
+    for (int64_t chunk : {int64_t{0}, int64_t{1}, int64_t{7}}) {
+      SCOPED_TRACE("prefill chunk " + std::to_string(chunk));
+      auto r = RunGreedy(*model, {golden_.prompt_ids}, RunCOptions(chunk));
+      ASSERT_TRUE(r.ok()) << r.status();
+      const GreedyResult& res = (*r)[0];
+      std::vector<int32_t> seq = golden_.prompt_ids;
+      seq.insert(seq.end(), res.generated.begin(), res.generated.end());
+      EXPECT_EQ(seq, golden_.sequence_ids);
+      // run.c prints the prompt's pieces and the continuation, then "\n".
+      std::vector<int32_t> printed(seq.begin() + 1, seq.end());
+      EXPECT_EQ(tok_->Decode(printed) + "\n", golden_.stdout_text);
+      ASSERT_EQ(res.top_logits.size(), static_cast<size_t>(weights_->config.vocab_size));
+      for (size_t i = 0; i < golden_.top5.size(); ++i) {
+        EXPECT_EQ(res.top_logits[i].first, golden_.top5[i].first) << "rank " << i;
+        EXPECT_NEAR(res.top_logits[i].second, golden_.top5[i].second, 1e-4) << "rank " << i;
+      }
     }
   }
 }
 
+// With both bf16 tiles of the small-batch kernel, whichever this CPU would pick (with the
+// FMA tile, as on Intel CPUs, every M runs on it).
 TEST_F(TransformerGoldenTest, Bf16WeightsStayClose) {
-  auto model = Make(DType::kBF16);
-  ASSERT_NE(model, nullptr);
-  const size_t prompt_len = golden_.prompt_ids.size();
-  const std::vector<int32_t> want(golden_.sequence_ids.begin() + static_cast<std::ptrdiff_t>(prompt_len),
-                                  golden_.sequence_ids.begin() + static_cast<std::ptrdiff_t>(prompt_len) + 20);
-  for (int64_t chunk : {int64_t{0}, int64_t{1}, int64_t{7}}) {
-    SCOPED_TRACE("prefill chunk " + std::to_string(chunk));
-    GreedyOptions o = RunCOptions(chunk);
-    o.max_tokens = 20;
-    auto r = RunGreedy(*model, {golden_.prompt_ids}, o);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ((*r)[0].generated, want);
-    for (const auto& [id, logit] : golden_.top5) EXPECT_NEAR(LogitOf((*r)[0].top_logits, id), logit, 5e-2) << id;
+  for (Bf16Kernel tile : {Bf16Kernel::kDot, Bf16Kernel::kFma}) {
+    KernelChoices kernels;
+    kernels.bf16_kernel = tile;
+    auto model = Make(DType::kBF16, kernels);
+    ASSERT_NE(model, nullptr);
+    SCOPED_TRACE(model->kernel_plan().Describe());
+    const size_t prompt_len = golden_.prompt_ids.size();
+    const std::vector<int32_t> want(golden_.sequence_ids.begin() + static_cast<std::ptrdiff_t>(prompt_len),
+                                    golden_.sequence_ids.begin() + static_cast<std::ptrdiff_t>(prompt_len) + 20);
+    for (int64_t chunk : {int64_t{0}, int64_t{1}, int64_t{7}}) {
+      SCOPED_TRACE("prefill chunk " + std::to_string(chunk));
+      GreedyOptions o = RunCOptions(chunk);
+      o.max_tokens = 20;
+      auto r = RunGreedy(*model, {golden_.prompt_ids}, o);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ((*r)[0].generated, want);
+      for (const auto& [id, logit] : golden_.top5) EXPECT_NEAR(LogitOf((*r)[0].top_logits, id), logit, 5e-2) << id;
+    }
   }
 }
 

@@ -15,12 +15,9 @@
 #include "model/kv_cache.h"
 #include "model/ops/paged_attention.h"
 #include "model/ops/paged_attention_internal.h"
-#include "model/ops/simd_math.h"
 #include "model/runtime_config.h"
 
 namespace llmserve::testing {
-
-using attention::Impl;
 
 struct Geometry {
   int64_t heads, kv_heads, head_dim, block_size;
@@ -148,45 +145,41 @@ inline std::vector<double> Reference(const Problem& p, bool round_kv, int64_t wi
 
 inline constexpr float kSentinel = 12345.0f;
 
-// A kernel under test: scalar, or AVX-512 with the instruction sets capped to `cap`
-// (so that one CPU with AVX512_BF16 covers both ways of computing a bf16 cache).
+// A kernel under test: the instruction sets it may use (AttentionOptions::isa), so that
+// one CPU with AVX512_BF16 covers both ways of computing a bf16 cache.
 struct Kernel {
-  Impl impl;
-  simd::IsaCap cap;
+  Isa isa;
   const char* name;
 };
 
-// Caps the instruction sets for its lifetime.
-struct IsaScope {
-  explicit IsaScope(simd::IsaCap cap) { simd::SetIsaCapForTesting(cap); }
-  ~IsaScope() { simd::SetIsaCapForTesting(simd::IsaCap::kNative); }
-};
+inline const Kernel kScalarKernel{Isa::kScalar, "scalar"};
 
-inline const Kernel kScalarKernel{Impl::kScalar, simd::IsaCap::kNative, "scalar"};
-
+// Every kernel this CPU can run.
 inline std::vector<Kernel> Kernels() {
+  const CpuFeatures cpu = CpuFeatures::Detect();
   std::vector<Kernel> kernels = {kScalarKernel};
-  if (CpuHasAvx512()) kernels.push_back({Impl::kAvx512, simd::IsaCap::kNative, "avx512"});
-  if (CpuHasAvx512Bf16()) kernels.push_back({Impl::kAvx512, simd::IsaCap::kNoAvx512Bf16, "avx512 without bf16 math"});
+  if (cpu.avx512) kernels.push_back({cpu.isa(), "avx512"});
+  if (cpu.avx512_bf16) kernels.push_back({Isa::kAvx512, "avx512 without bf16 math"});
   return kernels;
 }
 
-// The AVX-512 kernel computes a bf16 cache with vdpbf16ps where the CPU (and the cap)
-// allow: queries and probabilities are rounded to bf16 too.
-inline bool RoundsToBf16(const Kernel& k, DType cache) {
-  return cache == DType::kBF16 && k.impl == Impl::kAvx512 && k.cap == simd::IsaCap::kNative && CpuHasAvx512Bf16();
-}
+// The options a test runs `k` with (the K/V prefetch stream on, as by default).
+inline AttentionOptions Options(const Kernel& k, bool kv_prefetch = true) { return {k.isa, kv_prefetch}; }
+
+// The AVX-512 kernel computes a bf16 cache with vdpbf16ps where its Isa allows: queries
+// and probabilities are rounded to bf16 too.
+inline bool RoundsToBf16(const Kernel& k, DType cache) { return cache == DType::kBF16 && HasAvx512Bf16(k.isa); }
 
 // Max error relative to the outputs' magnitude against the reference over the cached
 // K/V: f32 arithmetic keeps ~1e-5; rounding queries and probabilities to bf16 (8 bits)
 // ~1e-3, bounded by 4e-3 (about one bf16 ulp of the largest output).
 inline double Tolerance(const Kernel& k, DType cache) { return RoundsToBf16(k, cache) ? 4e-3 : 1e-5; }
 
-inline std::vector<float> RunAttention(const Problem& p, const Kernel& k, int64_t window = 0) {
-  const IsaScope isa(k.cap);
+inline std::vector<float> RunAttention(const Problem& p, const Kernel& k, int64_t window = 0,
+                                       bool kv_prefetch = true) {
   std::vector<float> out(static_cast<size_t>(p.total_rows * p.out_stride), kSentinel);
-  attention::PagedAttentionWith(k.impl, *p.cache, kLayer, p.seqs, p.q.data(), p.q_stride, p.g.heads,
-                                1.0f / std::sqrt(static_cast<float>(p.g.head_dim)), out.data(), p.out_stride, window);
+  PagedAttention(Options(k, kv_prefetch), *p.cache, kLayer, p.seqs, p.q.data(), p.q_stride, p.g.heads,
+                 1.0f / std::sqrt(static_cast<float>(p.g.head_dim)), out.data(), p.out_stride, window);
   return out;
 }
 
