@@ -84,8 +84,8 @@ std::unique_ptr<Problem> Make(DType dtype, int seqs, int rows, int cached) {
   for (int s = 0; s < seqs; ++s) {
     p->tables.emplace_back(ids.begin() + s * blocks_per_seq, ids.begin() + (s + 1) * blocks_per_seq);
     for (int64_t l = 0; l < kLayers; ++l) {
-      p->cache->Write(l, kv.data(), kv.data(), kv_dim, context, positions.data(), p->tables.back().data(),
-                      blocks_per_seq);
+      p->cache->Write(llmserve::CpuFeatures::Detect().isa(), l, kv.data(), kv.data(), kv_dim, context, positions.data(),
+                      p->tables.back().data(), blocks_per_seq);
     }
     AttentionSeq a;
     a.row_start = s * rows;

@@ -15,7 +15,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/checked_math.h"
-#include "model/runtime_config.h"
 
 namespace llmserve {
 
@@ -71,9 +70,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void ToBF16Avx512(const flo
   }
 }
 
-void ToBF16(const float* src, int64_t n, uint16_t* dst) {
-  static const bool avx512 = CpuHasAvx512();
-  if (avx512) {
+void ToBF16(Isa isa, const float* src, int64_t n, uint16_t* dst) {
+  if (HasAvx512(isa)) {
     ToBF16Avx512(src, n, dst);
     return;
   }
@@ -162,7 +160,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& co
   return cache;
 }
 
-void KvCache::Write(int64_t layer, const float* k, const float* v, int64_t stride, int64_t rows,
+void KvCache::Write(Isa isa, int64_t layer, const float* k, const float* v, int64_t stride, int64_t rows,
                     const int32_t* positions, const int32_t* block_table, int64_t table_len) {
   const KvCacheConfig& c = config_;
   const int64_t hd = c.head_dim, bs = c.block_size;
@@ -190,9 +188,9 @@ void KvCache::Write(int64_t layer, const float* k, const float* v, int64_t strid
         uint16_t* vh = reinterpret_cast<uint16_t*>(V(layer, block, h)) + (slot / 2) * hd * 2 + slot % 2;
         for (int64_t d0 = 0; d0 < hd; d0 += 512) {
           const int64_t n = std::min<int64_t>(512, hd - d0);
-          ToBF16(ks + d0, n, reinterpret_cast<uint16_t*>(pairs));
+          ToBF16(isa, ks + d0, n, reinterpret_cast<uint16_t*>(pairs));
           for (int64_t i = 0; i < n / 2; ++i) kw[(d0 / 2 + i) * bs] = pairs[i];
-          ToBF16(vs + d0, n, reinterpret_cast<uint16_t*>(pairs));
+          ToBF16(isa, vs + d0, n, reinterpret_cast<uint16_t*>(pairs));
           const uint16_t* vb = reinterpret_cast<const uint16_t*>(pairs);
           for (int64_t i = 0; i < n; ++i) vh[(d0 + i) * 2] = vb[i];
         }

@@ -42,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "model/dtype.h"
 #include "model/model_config.h"
+#include "model/ops/isa.h"
 #include "model/ops/huge_page_buffer.h"
 
 namespace llmserve {
@@ -80,9 +81,10 @@ class KvCache {
   const uint8_t* V(int64_t layer, int64_t block, int64_t head) const { return Slot(v_, layer, block, head); }
 
   // Writes rows of K and V (f32, [rows, kv_heads * head_dim], row stride `stride`
-  // floats) for tokens at `positions` of a sequence with `block_table`. The caller has
+  // floats) for tokens at `positions` of a sequence with `block_table`, converting to
+  // bf16 with AVX-512 where `isa` allows (the same bits either way). The caller has
   // validated positions and block ids (checked by assert in debug builds only).
-  void Write(int64_t layer, const float* k, const float* v, int64_t stride, int64_t rows, const int32_t* positions,
+  void Write(Isa isa, int64_t layer, const float* k, const float* v, int64_t stride, int64_t rows, const int32_t* positions,
              const int32_t* block_table, int64_t table_len);
 
   // Reads back the K (or V) of one token slot of one head as head_dim floats.

@@ -161,7 +161,7 @@ void TransformerImpl::AttentionInput(int64_t l, const ForwardBatch& batch, KvCac
   }
   for (const ForwardBatch::Seq& s : batch.seqs) {
     const float* k = qkv_.data() + int64_t{s.row_start} * qkv_dim + q_dim;
-    cache.Write(l, k, k + kv_dim, qkv_dim, s.rows, positions_.data() + s.row_start, s.block_table.data(),
+    cache.Write(plan_.isa, l, k, k + kv_dim, qkv_dim, s.rows, positions_.data() + s.row_start, s.block_table.data(),
                 static_cast<int64_t>(s.block_table.size()));
   }
   Mark(Op::kKvWrite);

@@ -216,8 +216,8 @@ TEST_P(KvCacheRoundTripTest, WriteThenRead) {
       for (size_t j = 0; j < n; ++j) {
         std::copy_n(data[s].begin() + order[i + j] * stride, stride, rows.begin() + static_cast<int64_t>(j) * stride);
       }
-      kv.Write(1, rows.data(), rows.data() + 2 * kv_dim, stride, static_cast<int64_t>(n), order.data() + i,
-               table[s].data(), static_cast<int64_t>(table[s].size()));
+      kv.Write(CpuFeatures::Detect().isa(), 1, rows.data(), rows.data() + 2 * kv_dim, stride, static_cast<int64_t>(n),
+               order.data() + i, table[s].data(), static_cast<int64_t>(table[s].size()));
       i += n;
     }
   }
@@ -299,13 +299,16 @@ TEST(KvCacheTest, Bf16WriteMatchesScalarConversionBitForBit) {
     }
   }
   const int32_t pos = 2, table = 0;
-  (*cache)->Write(0, row.data(), row.data() + hd, 2 * hd, 1, &pos, &table, 1);
-  for (int64_t d = 0; d < hd; ++d) {
-    uint16_t k, v;
-    std::memcpy(&k, (*cache)->K(0, 0, 0) + (((d / 2) * 4 + pos) * 2 + d % 2) * 2, 2);
-    std::memcpy(&v, (*cache)->V(0, 0, 0) + (((pos / 2) * hd + d) * 2 + pos % 2) * 2, 2);
-    EXPECT_EQ(k, F32ToBF16(row[d])) << d;
-    EXPECT_EQ(v, F32ToBF16(row[hd + d])) << d;
+  // The AVX-512 conversion where this CPU has it, and the scalar one.
+  for (Isa isa : {CpuFeatures::Detect().isa(), Isa::kScalar}) {
+    (*cache)->Write(isa, 0, row.data(), row.data() + hd, 2 * hd, 1, &pos, &table, 1);
+    for (int64_t d = 0; d < hd; ++d) {
+      uint16_t k, v;
+      std::memcpy(&k, (*cache)->K(0, 0, 0) + (((d / 2) * 4 + pos) * 2 + d % 2) * 2, 2);
+      std::memcpy(&v, (*cache)->V(0, 0, 0) + (((pos / 2) * hd + d) * 2 + pos % 2) * 2, 2);
+      EXPECT_EQ(k, F32ToBF16(row[d])) << IsaName(isa) << " " << d;
+      EXPECT_EQ(v, F32ToBF16(row[hd + d])) << IsaName(isa) << " " << d;
+    }
   }
 }
 

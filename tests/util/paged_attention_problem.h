@@ -82,10 +82,10 @@ inline Problem MakeProblem(const Geometry& g, const std::vector<Shape>& shapes, 
     // layer gets unrelated values.
     for (auto [from, n] : {std::pair<int32_t, int32_t>{0, s.cached}, {s.cached, s.rows}}) {
       if (n == 0) continue;
-      p.cache->Write(kLayer, k.data() + from * kv_dim, v.data() + from * kv_dim, kv_dim, n, positions.data() + from,
-                     p.tables.back().data(), static_cast<int64_t>(p.tables.back().size()));
-      p.cache->Write(0, v.data() + from * kv_dim, k.data() + from * kv_dim, kv_dim, n, positions.data() + from,
-                     p.tables.back().data(), static_cast<int64_t>(p.tables.back().size()));
+      p.cache->Write(CpuFeatures::Detect().isa(), kLayer, k.data() + from * kv_dim, v.data() + from * kv_dim, kv_dim, n,
+                     positions.data() + from, p.tables.back().data(), static_cast<int64_t>(p.tables.back().size()));
+      p.cache->Write(CpuFeatures::Detect().isa(), 0, v.data() + from * kv_dim, k.data() + from * kv_dim, kv_dim, n,
+                     positions.data() + from, p.tables.back().data(), static_cast<int64_t>(p.tables.back().size()));
     }
     p.k.push_back(std::move(k));
     p.v.push_back(std::move(v));
