@@ -6,10 +6,9 @@
 // hot time + transfer time: nothing overlapped. The stream keeps a fixed distance
 // (kAheadRuns runs) ahead of the kernel and issues its lines a few at a time from the
 // kernel's inner loops, paced to finish when the task does, so the transfer hides
-// under the arithmetic. Measured in one process against the plain kernel, layer after
-// layer with a 64 MiB sweep in between (as the matmuls do; attention_bench
-// --benchmark_filter=swept): 0.62 of the time at 8 × 192, 0.57 at 16 × 512, 0.73 at
-// 1 × 2048; results bit-identical (docs/PERFORMANCE.md).
+// under the arithmetic: with the K/V evicted between layers, as the matmuls do, a layer's
+// attention takes 0.57-0.73 of the plain kernel's time (attention_bench's "swept" A/B
+// compares the two), with bit-identical results.
 //
 // Lines go to L2 (_MM_HINT_T1): L1 prefetches of the same stream were 0.93 against
 // 0.69 for L2 ones (the L1 miss buffers fill and stall the kernel's own loads).
@@ -40,9 +39,8 @@ class KvPrefetchStream {
   // Only a decode task (one row) gets a plan, and only when a.kv_prefetch; for a prefill
   // chunk the plan is empty.
   // Its rows share each K/V load, so it computes far longer per byte than the transfer
-  // takes (and its K/V were mostly just written): there the stream measured 3% slower
-  // (1 × 512 and 4 × 128 rows after 256 tokens), its steps costing more than they hid;
-  // with the empty plan, 0.4–1.7% (the calls that remain).
+  // takes (and its K/V were mostly just written): there the stream's steps cost more
+  // than they hide.
   void Plan(const Args& a, const Task& task, const Task* successor, int64_t steps);
 
   // Prefetches the first kAheadRuns runs of `task` at once (when a.kv_prefetch): a
