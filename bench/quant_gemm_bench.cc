@@ -97,9 +97,8 @@ void Run(benchmark::State& state, QuantType type, Shape shape, int64_t m) {
     view = llmserve::test_util::QuantView(shape.name, type, shape.out, shape.in, file);
   }
   const llmserve::TensorView* parts[] = {&view};
-  llmserve::LinearOptions options;
-  options.compute = llmserve::DType::kBF16;
-  options.quant_kernel = llmserve::BestQuantKernel();
+  // This CPU's default kernels (the bf16 layer's GEMV / small-batch dispatch included).
+  const llmserve::LinearOptions options = llmserve::DefaultLinearOptions(llmserve::DType::kBF16);
   std::vector<std::unique_ptr<llmserve::Linear>> copies;
   size_t bytes = 0;
   do {
