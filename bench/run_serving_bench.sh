@@ -102,7 +102,7 @@ for m in ${models//,/ }; do
         --log-level info $server_args >"$work/server.log" 2>&1 &
       server_pid=$!
       wait_serving "$addr"
-      grep -o 'piggyback [a-z].*' "$work/server.log" | head -1 | sed 's/^/# /' || true  # --piggyback auto's decision
+      grep -o 'prefill policy [a-z].*' "$work/server.log" | head -1 | sed 's/^/# /' || true  # the resolved policy
       "$build/bench/llmbench" --addr "$addr" --requests 2 --concurrency 1 --input-len "$in_len" --output-len 4 \
         --ignore-eos --progress off >/dev/null
       for c in ${conc//,/ }; do
@@ -110,12 +110,10 @@ for m in ${models//,/ }; do
         echo "### $m $d $p concurrency $c ($n requests)"
         if [ "$roofline_each" = 1 ]; then "$work/roofline" --threads 2 | tee "$work/bracket.jsonl"; fi
         bench/step_phases.py snap "$metrics" "$work/before.json"
-        log_lines="$(wc -l < "$work/server.log")"
         "$build/bench/llmbench" --addr "$addr" --concurrency "$c" --requests "$n" --input-len "$in_len" \
           --output-len "$out_len" --ignore-eos --progress lines --progress-interval 30 --allow-failures \
           --label "$m/$d/$p/c$c" --jsonl "$stem.jsonl"
         bench/step_phases.py snap "$metrics" "$work/after.json"
-        tail -n +"$((log_lines + 1))" "$work/server.log" | grep 'piggybacking switched' | sed 's/^/# /' || true
         wall="$(tail -1 "$stem.jsonl" | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["duration_s"])')"
         bench/step_phases.py report "$work/before.json" "$work/after.json" "$wall" --label "$m/$d/$p/c$c" \
           --jsonl "$stem.phases.jsonl"

@@ -16,15 +16,6 @@ absl::Status EngineConfig::Validate() const {
   if (absl::Status s = scheduler.Validate(); !s.ok()) return s;
   if (channel_capacity < 1) return absl::InvalidArgumentError("EngineConfig.channel_capacity must be >= 1, got 0");
   if (!clock) return absl::InvalidArgumentError("EngineConfig.clock must be set");
-  if (adapt_piggyback) {
-    if (scheduler.step_policy != StepPolicy::kMixed || scheduler.prefill_spread_steps == 0) {
-      return absl::InvalidArgumentError(
-          "EngineConfig.adapt_piggyback needs step policy mixed and prefill_spread_steps > 0");
-    }
-    if (absl::Status s = piggyback_monitor.Validate(); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("EngineConfig.piggyback_monitor: ", s.message()));
-    }
-  }
   return absl::OkStatus();
 }
 
@@ -67,11 +58,6 @@ Engine::Engine(const EngineConfig& config, std::unique_ptr<EngineModel> model, c
       vocab_size_(model_->vocab_size()),
       inbox_(std::make_unique<Inbox>()),
       scheduler_(std::make_unique<Scheduler>(config_.scheduler)) {
-  if (config_.adapt_piggyback) {
-    piggyback_monitor_ =
-        std::make_unique<PiggybackMonitor>(config_.piggyback_monitor, config_.piggyback_start, Now());
-    scheduler_->set_piggyback(piggyback_monitor_->on());
-  }
   std::random_device rd;
   seed_state_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   std::lock_guard<std::mutex> lock(inbox_->mu);

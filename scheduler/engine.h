@@ -34,8 +34,6 @@
 #include "model/sampling_params.h"
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine_model.h"
-#include "scheduler/piggyback_calibration.h"
-#include "scheduler/piggyback_monitor.h"
 #include "scheduler/request_channel.h"
 #include "scheduler/scheduler.h"
 
@@ -47,12 +45,6 @@ struct EngineConfig {
   size_t channel_capacity = 32; // deltas queued per request before they coalesce
   std::function<absl::Time()> clock = absl::Now;  // every engine timestamp (tests inject one);
                                                   // request deadlines are on this clock
-  // --piggyback auto: switch piggybacking on and off while serving as the engine's own
-  // step times say (PiggybackMonitor), starting from the start-up measurement
-  // piggyback_start. Needs policy kMixed with prefill_spread_steps > 0.
-  bool adapt_piggyback = false;
-  PiggybackTimings piggyback_start;
-  PiggybackMonitorConfig piggyback_monitor;
 
   absl::Status Validate() const;
 };
@@ -168,8 +160,6 @@ class Engine {
   void ExpireDeadlines(absl::Time now);
   // One step: schedule, forward, sample, update, emit (engine_step.cc).
   void RunStep();
-  // Feeds the step's forward time to the piggyback monitor; applies and logs a switch.
-  void ObservePiggyback(const SchedulePlan& plan, absl::Duration forward, absl::Time now);
   // Fills the batch members from `plan` and runs the model into logits_.
   absl::Status Forward(const SchedulePlan& plan);
   // After Update: deltas for new ids, stop strings, finals (engine_emit.cc).
@@ -202,7 +192,6 @@ class Engine {
   // Engine thread only. Buffers are cleared, not freed, between steps (no per-step
   // allocation in steady state).
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<PiggybackMonitor> piggyback_monitor_;  // with adapt_piggyback only
   absl::flat_hash_map<int64_t, std::unique_ptr<Active>> active_;
   std::vector<Pending> drained_adds_;
   std::vector<std::pair<int64_t, SequenceState>> drained_aborts_;

@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "scheduler/engine.h"
 #include "scheduler/engine_internal.h"
-#include "spdlog/spdlog.h"
 
 namespace llmserve {
 
@@ -40,19 +39,9 @@ absl::Status Engine::Forward(const SchedulePlan& plan) {
   return model_->Forward(batch, logits_.data());
 }
 
-void Engine::ObservePiggyback(const SchedulePlan& plan, absl::Duration forward, absl::Time now) {
-  piggyback_monitor_->Observe(plan.num_decode_tokens, plan.num_prefill_tokens, forward, now);
-  const bool on = piggyback_monitor_->on();
-  if (on == scheduler_->piggyback()) return;
-  scheduler_->set_piggyback(on);
-  spdlog::info("piggybacking switched {} (auto, from recent steps: {})", on ? "on" : "off",
-               piggyback_monitor_->timings().Describe());
-}
-
 void Engine::RunStep() {
   const absl::Time t0 = Now();
-  SchedulePlan plan =
-      scheduler_->Schedule(t0, piggyback_monitor_ != nullptr ? piggyback_monitor_->Probe(t0) : StepProbe::kNone);
+  SchedulePlan plan = scheduler_->Schedule(t0);
   const absl::Time t1 = Now();
   if (plan.empty()) {
     stalled_ = scheduler_->num_running() + scheduler_->num_waiting() > 0;
@@ -90,7 +79,6 @@ void Engine::RunStep() {
       }
     }
   } else {
-    if (piggyback_monitor_ != nullptr) ObservePiggyback(plan, t2 - t1, t2);
     sampled_ids_.clear();
     sampled_.clear();
     size_t row = 0;

@@ -73,8 +73,38 @@ int32_t SchedulePlan::num_samples() const {
   return static_cast<int32_t>(std::count_if(work.begin(), work.end(), [](const ScheduledWork& w) { return w.sample; }));
 }
 
+PrefillPolicyConfig SchedulerConfig::prefill_policy() const {
+  PrefillPolicyConfig p;
+  p.max_decode_stall = max_decode_stall;
+  p.rows = mixed_step_tokens;
+  p.horizon = prefill_spread_steps > 0 ? prefill_spread_steps : p.horizon;
+  if (step_policy == StepPolicy::kSeparate) {
+    p.kind = PrefillPolicyKind::kSeparate;
+  } else {
+    p.kind = prefill_spread_steps > 0 ? PrefillPolicyKind::kPiggyback : PrefillPolicyKind::kBulk;
+  }
+  return p;
+}
+
+void SchedulerConfig::set_prefill_policy(const PrefillPolicyConfig& p) {
+  switch (p.kind) {
+    case PrefillPolicyKind::kSeparate:
+      step_policy = StepPolicy::kSeparate;
+      max_decode_stall = p.max_decode_stall;
+      return;
+    case PrefillPolicyKind::kPiggyback:
+      step_policy = StepPolicy::kMixed;
+      prefill_spread_steps = p.horizon;
+      mixed_step_tokens = p.rows;
+      return;
+    case PrefillPolicyKind::kBulk: break;
+  }
+  step_policy = StepPolicy::kMixed;
+  prefill_spread_steps = 0;
+}
+
 Scheduler::Scheduler(const SchedulerConfig& config)
-    : config_(config), pool_(config.num_blocks), piggyback_(config.prefill_spread_steps > 0) {}
+    : config_(config), policy_(MakePrefillPolicy(config.prefill_policy())), pool_(config.num_blocks) {}
 
 absl::Status Scheduler::Add(std::unique_ptr<Sequence> seq, absl::Time now) {
   if (seq == nullptr) return absl::InvalidArgumentError("null sequence");

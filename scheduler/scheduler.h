@@ -1,7 +1,9 @@
 // Scheduler: continuous batching over a BlockPool. Decides, step by step, which
 // sequences get how many tokens of work; knows nothing about tensors.
 //
-// One step (Schedule), policy kMixed:
+// One step (Schedule) asks the step's prefill policy (prefill_policy.h: bulk, separate,
+// piggyback, built from the config's policy fields) which kinds of work it takes and how
+// many prompt tokens in how many items, then plans:
 //   1. decode: every running sequence whose prompt is fully computed gets its one token,
 //      oldest admission first. If it needs a new block and none is free, the most
 //      recently admitted running sequence is preempted (blocks released, state
@@ -12,37 +14,12 @@
 //      fits, the newest running sequence is preempted as in 1 — possibly itself), then
 //      sequences are admitted from the head of the waiting queue (FIFO; preempted ones
 //      are at the head) — each a chunk of up to
-//      max_prefill_chunk tokens — while the step's prefill budget (below), max_running
+//      max_prefill_chunk tokens — while the policy's prefill budget, max_running
 //      and free blocks allow. Admission never preempts: when the next waiting
 //      sequence's chunk does not get its blocks, admission stops (FIFO, no overtaking);
 //      a step that preempted admits nothing.
-//   The prefill budget is max_batched_tokens minus the step's D decode tokens, unless
-//   piggybacking is on (prefill_spread_steps H > 0; off by default: docs/PERFORMANCE.md
-//   has what it gains on a 1B model and what it costs a small one):
-//     - F = mixed_step_tokens − D free rows. Up to about mixed_step_tokens rows a CPU
-//       decode step costs one read of the weights whatever its rows (the small-batch
-//       kernel's two register tiles; model/ops/small_gemm.h), so prompt tokens can fill
-//       it up to that almost for free. They do when F >= kMinPiggybackRows and the P
-//       pending prompt tokens (running and waiting) fit in H such steps (P <= F·H);
-//       otherwise prefill goes in bulk (max_batched_tokens − D, as with H = 0): a step
-//       that is compute-bound already gains nothing from thin prompt slices, and no
-//       prompt is spread over more than H steps.
-//     - Piggybacking with D > 0: the budget is F.
-//     - Piggybacking with D = 0: max_batched_tokens, but for the first prefill item
-//       only. A lone prompt prefills at full speed; a burst is started one sequence per
-//       step, so that its sequences do not prefill, decode and finish in lockstep (which
-//       would leave no decode step to carry the next burst's prompts). A burst too big
-//       to piggyback (P > mixed_step_tokens·H) starts in bulk.
-// Policy kSeparate: a step is either decode-only or prefill-only. A prefill step is
-// taken whenever prefill work exists, unless running sequences have already waited
-// max_decode_stall steps for a decode step; otherwise (or when no prefill work can be
-// planned) a decode step.
-// Piggybacking can be switched off and on while serving (set_piggyback; on at start when
-// prefill_spread_steps > 0, and never without it), and one step can be asked to be a
-// probe (StepProbe, for PiggybackMonitor): kDecodeOnly drops the piggybacked prompt rows
-// of a step with D >= UsualDecodeRows - kUsualDecodeSlack decode rows that would carry
-// them (a decode step of the usual size); kPiggyback, with piggybacking switched off, piggybacks a step
-// with D > 0 whose F free rows the pending prompt tokens fill, whatever H says.
+// A prefill-only step (the separate policy) plans 2 alone, and 1 instead when 2 plans
+// nothing. The plan is a pure function of the config and the calls made.
 // A sequence preempted while the plan is built (listed in plan.preempted) has no work
 // in it (a decode it was given earlier in the step is withdrawn); a re-admitted one
 // prefills prompt + generated again. A plan is empty only when no sequence is held.
@@ -52,7 +29,6 @@
 // id); length/EOS/stop-token finishes release the blocks and hand the sequence back.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -65,24 +41,12 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "scheduler/block_pool.h"
+#include "scheduler/prefill_policy.h"
 #include "scheduler/sequence.h"
 
 namespace llmserve {
 
 enum class StepPolicy : uint8_t { kMixed, kSeparate };
-
-// A one-step exception to the piggybacking rule (see above); kNone: none.
-enum class StepProbe : uint8_t { kNone, kDecodeOnly, kPiggyback };
-
-// Piggybacking (kMixed, prefill_spread_steps > 0) gives a decode step fewer free rows than
-// this no prompt tokens: slices that thin would stretch a prompt over too many steps.
-inline constexpr int32_t kMinPiggybackRows = 4;
-
-// The decode step piggybacking is weighed against: 2/3 of mixed_step_tokens rows (8 of
-// 12, a c8 step), give or take kUsualDecodeSlack fewer (piggyback_calibration.h,
-// piggyback_monitor.h).
-inline int32_t UsualDecodeRows(int32_t mixed_step_tokens) { return std::max(1, mixed_step_tokens * 2 / 3); }
-inline constexpr int32_t kUsualDecodeSlack = 2;
 
 // "mixed" / "separate".
 const char* StepPolicyName(StepPolicy p);
@@ -99,17 +63,23 @@ struct SchedulerConfig {
   int32_t max_context = 0;           // model context: prompt + max_tokens must fit, >= 1
   std::vector<int32_t> eos_ids;      // ids that end generation as EOS (the model's end of
                                      // text / turn / message ids; empty: none), each >= 0
+  // The prefill policy (prefill_policy.h), as these four fields describe it:
+  //   kSeparate → separate(max_decode_stall); kMixed with prefill_spread_steps 0 → bulk;
+  //   kMixed with prefill_spread_steps H > 0 → piggyback(mixed_step_tokens, H).
   StepPolicy step_policy = StepPolicy::kMixed;
   int32_t max_decode_stall = 4;      // kSeparate: at most this many prefill steps in a row
                                      // while sequences wait to decode, >= 1
   int32_t prefill_spread_steps = 0;    // kMixed: piggyback pending prompt tokens on decode
-                                       // steps when they fit in this many (see above); 0 = off
-                                       // (every step: prefill budget max_batched_tokens)
+                                       // steps when they fit in this many; 0 = bulk
   int32_t mixed_step_tokens = 12;      // kMixed with piggybacking: fill decode steps with
                                        // prompt tokens up to this many rows (>= 1)
 
   // INVALID_ARGUMENT naming the first bad field.
   absl::Status Validate() const;
+  // The policy the four fields above describe.
+  PrefillPolicyConfig prefill_policy() const;
+  // Sets the four fields to describe `p` (fields `p`'s kind does not use are kept).
+  void set_prefill_policy(const PrefillPolicyConfig& p);
 };
 
 // One sequence's work in a step: feed tokens [start, start + num_tokens) of it.
@@ -149,11 +119,7 @@ class Scheduler {
   absl::Status Add(std::unique_ptr<Sequence> seq, absl::Time now);
 
   // Plans the next step (may preempt; may be empty when nothing can run).
-  SchedulePlan Schedule(absl::Time now, StepProbe probe = StepProbe::kNone);
-
-  // Piggybacking on or off from the next step (kMixed with prefill_spread_steps > 0 only).
-  void set_piggyback(bool on) { piggyback_ = on && config_.prefill_spread_steps > 0; }
-  bool piggyback() const { return piggyback_; }
+  SchedulePlan Schedule(absl::Time now);
 
   // Applies a step's results. `sampled` has plan.num_samples() ids, in plan order of the
   // sampling items. Returns the sequences that finished in this step (state set, blocks
@@ -175,26 +141,30 @@ class Scheduler {
   int64_t num_preemptions() const { return num_preemptions_; }
   const BlockPool& blocks() const { return pool_; }
   const SchedulerConfig& config() const { return config_; }
+  // The prefill policy built from config().
+  const PrefillPolicy& policy() const { return *policy_; }
 
  private:
   // (implementation-defined helpers, scheduler_plan.cc)
-  // Policy kMixed / kSeparate step bodies.
+  // A decode token for every sequence ready for one (may preempt).
   void ScheduleDecodes(SchedulePlan& plan);
-  // Prefill chunks and admissions: at most `budget` tokens and `max_items` items.
-  void SchedulePrefills(SchedulePlan& plan, absl::Time now, int32_t budget, int32_t max_items);
-  // kMixed: the step's prefill budget and item limit after its decodes (see above).
-  std::pair<int32_t, int32_t> MixedPrefillLimits(const SchedulePlan& plan, StepProbe probe) const;
+  // Prefill chunks and admissions within `budget`.
+  void SchedulePrefills(SchedulePlan& plan, absl::Time now, const PrefillBudget& budget);
+  // What the policy is told: before the step, and after its decodes in `plan`.
+  StepStart Start() const;
+  StepState State(const SchedulePlan& plan) const;
   // Preempts running_.back(), dropping its work from `plan`.
   void PreemptNewest(SchedulePlan& plan);
   SchedulerConfig config_;
+  std::unique_ptr<const PrefillPolicy> policy_;
   BlockPool pool_;
   std::deque<std::unique_ptr<Sequence>> waiting_;  // head = next to admit
   std::vector<std::unique_ptr<Sequence>> running_; // admission order
   uint64_t next_admit_order_ = 1;
   int64_t num_preemptions_ = 0;
-  int32_t decode_stall_ = 0;                       // kSeparate: consecutive prefill steps
+  int32_t decode_stall_ = 0;                       // prefill-only steps in a row while
+                                                   // sequences waited to decode
   int32_t num_never_scheduled_ = 0;                // waiting, state kWaiting
-  bool piggyback_ = false;                         // kMixed: piggybacking switched on
 };
 
 }  // namespace llmserve

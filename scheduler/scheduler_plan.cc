@@ -1,5 +1,5 @@
 // Scheduler::Schedule: building one step's plan (decode tokens, prefill chunks,
-// admission, preemption). See scheduler.h for the policy.
+// admission, preemption). See scheduler.h for the plan, prefill_policy.h for the budgets.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -42,28 +42,44 @@ ScheduledWork Work(Sequence& s, ScheduledWork::Kind kind, int32_t n) {
 
 }  // namespace
 
-SchedulePlan Scheduler::Schedule(absl::Time now, StepProbe probe) {
+StepStart Scheduler::Start() const {
+  StepStart st;
+  for (const auto& s : running_) (DecodeReady(*s) ? st.decode_ready : st.prompt_work) = true;
+  st.prompt_work = st.prompt_work || !waiting_.empty();
+  st.prefill_steps = decode_stall_;
+  return st;
+}
+
+StepState Scheduler::State(const SchedulePlan& plan) const {
+  StepState st;
+  st.decode_rows = plan.num_decode_tokens;
+  st.room = config_.max_batched_tokens - plan.num_decode_tokens;
+  for (const auto& s : running_) {
+    if (!DecodeReady(*s)) st.pending_prompt_tokens += s->num_uncomputed();
+  }
+  for (const auto& s : waiting_) st.pending_prompt_tokens += s->num_uncomputed();
+  return st;
+}
+
+SchedulePlan Scheduler::Schedule(absl::Time now) {
   SchedulePlan plan;
-  if (config_.step_policy == StepPolicy::kMixed) {
+  const StepShape shape = policy_->Shape(Start());
+  if (shape == StepShape::kDecodeThenPrefill) {
     ScheduleDecodes(plan);
-    const auto [budget, max_items] = MixedPrefillLimits(plan, probe);
-    SchedulePrefills(plan, now, budget, max_items);
+    SchedulePrefills(plan, now, policy_->Budget(State(plan)));
+    decode_stall_ = 0;
     return plan;
   }
-  // kSeparate: a prefill step while prefill work exists, unless decodes have stalled
-  // max_decode_stall steps; a decode step otherwise (or when no prefill could be planned).
-  auto decoders = [&] {
-    return std::any_of(running_.begin(), running_.end(), [](const auto& s) { return DecodeReady(*s); });
-  };
-  const bool prefill_work = !waiting_.empty() ||
-      std::any_of(running_.begin(), running_.end(), [](const auto& s) { return !DecodeReady(*s); });
-  if (prefill_work && !(decoders() && decode_stall_ >= config_.max_decode_stall)) {
-    SchedulePrefills(plan, now, config_.max_batched_tokens, std::numeric_limits<int32_t>::max());
+  if (shape == StepShape::kPrefillOnly) {
+    SchedulePrefills(plan, now, policy_->Budget(State(plan)));
+    if (!plan.empty()) {
+      const bool decoders =
+          std::any_of(running_.begin(), running_.end(), [](const auto& s) { return DecodeReady(*s); });
+      decode_stall_ = decoders ? decode_stall_ + 1 : 0;
+      return plan;
+    }
   }
-  if (!plan.empty()) {
-    decode_stall_ = decoders() ? decode_stall_ + 1 : 0;
-    return plan;
-  }
+  // A decode step (or a prefill-only one that could plan no prompt work).
   ScheduleDecodes(plan);
   decode_stall_ = 0;
   return plan;
@@ -88,35 +104,9 @@ void Scheduler::ScheduleDecodes(SchedulePlan& plan) {
   }
 }
 
-std::pair<int32_t, int32_t> Scheduler::MixedPrefillLimits(const SchedulePlan& plan, StepProbe probe) const {
-  constexpr int32_t kUnlimited = std::numeric_limits<int32_t>::max();
-  const int32_t decode = plan.num_decode_tokens;
-  const int32_t room = config_.max_batched_tokens - decode;
-  const int32_t h = config_.prefill_spread_steps;
-  if (h == 0) return {room, kUnlimited};
-  int64_t pending = 0;
-  for (const auto& s : running_) {
-    if (!DecodeReady(*s)) pending += s->num_uncomputed();
-  }
-  for (const auto& s : waiting_) pending += s->num_uncomputed();
-  // Rows the step can still take before it costs more than a decode step of its own
-  // (with nothing decoding: what later steps will have at most).
-  const int32_t free_rows = std::min(config_.mixed_step_tokens - decode, room);
-  if (!piggyback_) {
-    const bool probe_fills = probe == StepProbe::kPiggyback && decode > 0 && free_rows >= kMinPiggybackRows &&
-                             pending >= free_rows;
-    return {probe_fills ? free_rows : room, kUnlimited};
-  }
-  const bool piggyback = free_rows >= kMinPiggybackRows && pending <= static_cast<int64_t>(free_rows) * h;
-  if (!piggyback) return {room, kUnlimited};
-  if (decode == 0) return {room, 1};
-  if (probe == StepProbe::kDecodeOnly && decode >= UsualDecodeRows(config_.mixed_step_tokens) - kUsualDecodeSlack) {
-    return {0, 0};
-  }
-  return {free_rows, kUnlimited};
-}
-
-void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, int32_t prefill_budget, int32_t max_items) {
+void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const PrefillBudget& limits) {
+  const int32_t prefill_budget = limits.tokens;
+  const int32_t max_items = limits.max_items;
   const int32_t bs = config_.block_size;
   int32_t items = 0;
   // Tokens left: the prefill budget and the step's max_batched_tokens, and none once

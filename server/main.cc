@@ -51,7 +51,7 @@ ABSL_FLAG(int32_t, max_decode_stall, 4, "separate policy: prefill steps in a row
 ABSL_FLAG(std::string, piggyback, "auto",
           "mixed policy: fill decode steps with prompt tokens up to --mixed-step-tokens rows (on), never (off), "
           "or where the extra rows are nearly free (auto: decode steps bound by the weight stream; measured at "
-          "start-up, then kept current from the engine's own step times)");
+          "start-up once and logged)");
 ABSL_FLAG(int32_t, prefill_spread_steps, 128,
           "piggybacking: only while the pending prompt tokens fit in this many filled decode steps, else "
           "prefill in bulk (0 = piggybacking off)");

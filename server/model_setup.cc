@@ -14,32 +14,27 @@
 #include "model/tokenizer/tokenizer_loader.h"
 #include "model/transformer.h"
 #include "scheduler/engine_model.h"
-#include "scheduler/piggyback_calibration.h"
+#include "scheduler/prefill_policy.h"
 #include "server/chat_setup.h"
 #include "server/demo_model.h"
+#include "server/piggyback_calibration.h"
+#include "server/prefill_policy_choice.h"
 
 namespace llmserve {
 namespace {
 
-// Settles piggybacking from --piggyback: sc.prefill_spread_steps 0 turns it off; auto
-// measures on `model` and `cache` and lets the engine keep the decision current
-// (ec.adapt_piggyback). Returns what was decided, for the startup log line.
-std::string DecidePiggyback(const ServerConfig& config, Transformer& model, KvCache& cache, EngineConfig& ec) {
-  SchedulerConfig& sc = ec.scheduler;
-  if (sc.step_policy != StepPolicy::kMixed || sc.prefill_spread_steps == 0 || config.piggyback == Piggyback::kOff) {
-    sc.prefill_spread_steps = 0;
-    return "off";
+// Resolves the prefill policy flags into one fixed policy (prefill_policy_choice.h),
+// measuring on `model` and `cache` first for --piggyback auto, and writes it into `sc`.
+// Returns the policy and why, for the startup log line.
+std::string SetPrefillPolicy(const ServerConfig& config, Transformer& model, KvCache& cache, SchedulerConfig& sc) {
+  absl::StatusOr<PiggybackTimings> measured = absl::FailedPreconditionError("not asked for");
+  if (NeedsPiggybackCalibration(config)) {
+    measured = MeasurePiggyback(model, cache, UsualDecodeRows(config.mixed_step_tokens), config.mixed_step_tokens,
+                                config.threads);
   }
-  if (config.piggyback == Piggyback::kOn) return absl::StrFormat("on (%d rows)", sc.mixed_step_tokens);
-  const int32_t usual = UsualDecodeRows(sc.mixed_step_tokens);
-  absl::StatusOr<PiggybackTimings> t = MeasurePiggyback(model, cache, usual, sc.mixed_step_tokens, config.threads);
-  if (!t.ok()) {
-    sc.prefill_spread_steps = 0;
-    return absl::StrCat("off (auto, not measured: ", t.status().message(), ")");
-  }
-  ec.adapt_piggyback = true;
-  ec.piggyback_start = *t;
-  return absl::StrCat(t->Pays() ? "on" : "off", " (auto, kept current while serving: ", t->Describe(), ")");
+  const PrefillPolicyChoice choice = ResolvePrefillPolicy(config, measured);
+  sc.set_prefill_policy(choice.policy);
+  return absl::StrCat(MakePrefillPolicy(sc.prefill_policy())->Describe(), "; ", choice.reason);
 }
 
 struct Loaded {
@@ -153,7 +148,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   sc.max_decode_stall = config.max_decode_stall;
   sc.prefill_spread_steps = config.prefill_spread_steps;
   sc.mixed_step_tokens = config.mixed_step_tokens;
-  const std::string piggyback = DecidePiggyback(config, **transformer, **cache, ec);
+  const std::string prefill_policy = SetPrefillPolicy(config, **transformer, **cache, sc);
   ec.channel_capacity = static_cast<size_t>(config.channel_capacity);
   auto engine = Engine::Create(ec, MakeTransformerEngineModel(*std::move(transformer), *std::move(cache), config.threads),
                                out.tokenizer.get(), observer);
@@ -180,7 +175,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   out.summary = absl::StrFormat(
       "model %s (%s %s, %s params, %d layers, hidden %d, %d heads / %d KV heads, vocab %d, context %d), "
       "weights %s, KV %s, threads %s; KV cache %d blocks x %d = %d tokens (%.1f MiB); max_running %d, "
-      "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, step_policy %s, piggyback %s, "
+      "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, prefill policy %s, "
       "kernels %s; chat template %s; linear layers %s",
       info.model_name, model_config.format, ArchitectureName(model_config.arch), ParamsString(info.num_parameters),
       model_config.num_layers, model_config.hidden_size, model_config.num_heads, model_config.num_kv_heads,
@@ -188,8 +183,8 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
       DTypeName(config.EffectiveKvDType()),
       config.threads > 0 ? absl::StrCat(config.threads) : absl::StrCat("all (", cores, ")"), *num_blocks,
       config.block_size, capacity, static_cast<double>(kv.BytesPerBlock()) * *num_blocks / (1 << 20),
-      sc.max_running, sc.max_batched_tokens, sc.max_prefill_chunk, sc.max_waiting, StepPolicyName(sc.step_policy),
-      piggyback, kernels, chat->note, linear_layers);
+      sc.max_running, sc.max_batched_tokens, sc.max_prefill_chunk, sc.max_waiting, prefill_policy,
+      kernels, chat->note, linear_layers);
   return out;
 }
 

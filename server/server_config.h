@@ -16,8 +16,8 @@
 
 namespace llmserve {
 
-// Piggybacking prompt tokens on decode steps (scheduler/scheduler.h): measured at start-up
-// and used where it pays (scheduler/piggyback_calibration.h), or forced.
+// Piggybacking prompt tokens on decode steps (scheduler/prefill_policy.h): measured once at
+// start-up and used where it pays (server/prefill_policy_choice.h), or forced.
 enum class Piggyback : uint8_t { kAuto, kOn, kOff };
 // "auto" / "on" / "off".
 const char* PiggybackName(Piggyback p);
@@ -56,7 +56,7 @@ struct ServerConfig {
   int32_t max_decode_stall = 4;    // separate policy: prefill steps in a row while decodes wait
   Piggyback piggyback = Piggyback::kAuto;  // mixed policy: prompt tokens on decode steps (auto: where it pays)
   int32_t prefill_spread_steps = 128;  // piggybacking: only while the pending prompt tokens fit in this many
-                                       // decode steps; 0 = off (scheduler/scheduler.h)
+                                       // decode steps; 0 = off (scheduler/prefill_policy.h)
   int32_t mixed_step_tokens = 12;      // piggybacking: fill decode steps up to this many rows
   int32_t channel_capacity = 32;   // deltas queued per stream before they coalesce
 

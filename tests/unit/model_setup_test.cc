@@ -45,29 +45,30 @@ TEST(ModelSetupTest, ExplicitNameAndPrefillChunk) {
   EXPECT_EQ(setup->engine->config().scheduler.max_prefill_chunk, 64);
 }
 
-// --piggyback: on and off are taken as given; auto measures (here on the demo model),
-// keeps H and has the engine keep the decision current from that measurement; the
-// separate policy and a cache too small to measure with turn it off.
-TEST(ModelSetupTest, PiggybackSettingDecidesTheSchedulersSpreadSteps) {
+// The prefill policy flags resolve to one fixed policy, logged in the summary: on and off
+// are taken as given; auto measures once (here on the demo model) and picks piggyback or
+// bulk; the separate policy stays separate; a cache too small to measure with gives bulk.
+TEST(ModelSetupTest, PrefillPolicyFlagsResolveToOneFixedPolicy) {
   ServerConfig c;
-  c.kv_blocks = 64;
   c.weight_dtype = DType::kF32;
   c.threads = 2;
+  using P = PrefillPolicyKind;
   struct Case {
     Piggyback mode;
     StepPolicy policy;
     int32_t blocks;
     const char* summary;
-    bool keeps_h;
-    bool adapts;
+    P kind;  // for auto with a measurement: as the measurement says
   };
   for (const Case& k :
-       {Case{Piggyback::kOn, StepPolicy::kMixed, 64, "piggyback on (12 rows)", true, false},
-        Case{Piggyback::kOff, StepPolicy::kMixed, 64, "piggyback off", false, false},
-        Case{Piggyback::kAuto, StepPolicy::kSeparate, 64, "piggyback off", false, false},
-        Case{Piggyback::kAuto, StepPolicy::kMixed, 8, "piggyback off (auto, not measured: ", false, false},
-        Case{Piggyback::kAuto, StepPolicy::kMixed, 64, "(auto, kept current while serving: decode step 8 rows", true,
-             true}}) {
+       {Case{Piggyback::kOn, StepPolicy::kMixed, 64, "prefill policy piggyback (decode steps filled to 12 rows",
+             P::kPiggyback},
+        Case{Piggyback::kOff, StepPolicy::kMixed, 64, "prefill policy bulk; --piggyback off", P::kBulk},
+        Case{Piggyback::kAuto, StepPolicy::kSeparate, 64, "prefill policy separate (at most 4", P::kSeparate},
+        Case{Piggyback::kAuto, StepPolicy::kMixed, 8, "prefill policy bulk; --piggyback auto, not measured: ",
+             P::kBulk},
+        Case{Piggyback::kAuto, StepPolicy::kMixed, 64,
+             "--piggyback auto, measured once at start-up: decode step 8 rows", P::kBulk}}) {
     c.piggyback = k.mode;
     c.step_policy = k.policy;
     c.kv_blocks = k.blocks;
@@ -75,15 +76,13 @@ TEST(ModelSetupTest, PiggybackSettingDecidesTheSchedulersSpreadSteps) {
     ASSERT_TRUE(setup.ok()) << setup.status();
     const std::string& summary = setup->summary;
     EXPECT_NE(summary.find(k.summary), std::string::npos) << summary;
-    const EngineConfig& ec = setup->engine->config();
-    EXPECT_EQ(ec.scheduler.prefill_spread_steps, k.keeps_h ? c.prefill_spread_steps : 0) << summary;
-    EXPECT_EQ(ec.adapt_piggyback, k.adapts) << summary;
-    if (k.adapts) {
-      EXPECT_EQ(ec.piggyback_start.decode_rows, 8);
-      EXPECT_EQ(ec.piggyback_start.filled_rows, 12);
-      EXPECT_GT(ec.piggyback_start.prefill_token_s, 0);
-      const bool on = summary.find("piggyback on") != std::string::npos;
-      EXPECT_EQ(on, ec.piggyback_start.Pays()) << summary;
+    const PrefillPolicyConfig got = setup->engine->config().scheduler.prefill_policy();
+    const bool measured = summary.find("measured once") != std::string::npos;
+    const bool pays = summary.find("piggybacking pays") != std::string::npos;
+    EXPECT_EQ(got.kind, measured && pays ? P::kPiggyback : k.kind) << summary;
+    if (got.kind == P::kPiggyback) {
+      EXPECT_EQ(got.rows, c.mixed_step_tokens);
+      EXPECT_EQ(got.horizon, c.prefill_spread_steps);
     }
   }
 }

@@ -1,6 +1,6 @@
 // Piggyback calibration: the decision rule, the start-up measurement on a real (demo)
 // model, and the --piggyback setting's parsing.
-#include "scheduler/piggyback_calibration.h"
+#include "server/piggyback_calibration.h"
 
 #include <memory>
 #include <thread>

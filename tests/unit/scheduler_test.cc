@@ -281,47 +281,6 @@ const StepCase kStepCases[] = {
 INSTANTIATE_TEST_SUITE_P(Plans, SchedulerStepTest, ::testing::ValuesIn(kStepCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// Piggybacking switched off while serving (set_piggyback): prompts go in bulk again; a
-// kPiggyback probe fills one step's free rows when the pending tokens fill them, and does
-// nothing when too few rows are free.
-TEST(SchedulerStepTest, PiggybackSwitchedOffAndItsProbe) {
-  SchedulerHarness h(Spread(Cfg(4, 64, 8, 64, 64), 4, 6));
-  EXPECT_TRUE(h.sched().piggyback());
-  ASSERT_TRUE(h.Add(1, 4, 8).ok());
-  EXPECT_EQ(h.Step(), "P1@0+4s");
-  h.sched().set_piggyback(false);
-  EXPECT_FALSE(h.sched().piggyback());
-  ASSERT_TRUE(h.Add(2, 8, 4).ok());
-  EXPECT_EQ(h.Step(), "D1@4 P2@0+8s");
-  ASSERT_TRUE(h.Add(3, 8, 4).ok());
-  EXPECT_EQ(h.Step(StepProbe::kPiggyback), "D1@5 D2@8 P3@0+4");
-  EXPECT_EQ(h.Step(StepProbe::kPiggyback), "D1@6 D2@9 P3@4+4s");
-  ASSERT_TRUE(h.Add(4, 2, 4).ok());
-  EXPECT_EQ(h.Step(StepProbe::kPiggyback), "D1@7 D2@10 D3@8 P4@0+2s");  // 3 rows free: bulk
-  EXPECT_EQ(h.Step(StepProbe::kDecodeOnly), "D1@8 D3@9 D4@2");  // 2 is done; nothing to drop
-}
-
-// A kDecodeOnly probe drops the piggybacked rows of a step with at least
-// UsualDecodeRows(6) - 2 = 2 decode rows; with fewer it does nothing.
-TEST(SchedulerStepTest, DecodeOnlyProbe) {
-  SchedulerHarness h(Spread(Cfg(4, 64, 8, 64, 64), 4, 6));
-  ASSERT_TRUE(h.Add(1, 4, 8).ok());
-  EXPECT_EQ(h.Step(), "P1@0+4s");
-  ASSERT_TRUE(h.Add(2, 8, 8).ok());
-  EXPECT_EQ(h.Step(StepProbe::kDecodeOnly), "D1@4 P2@0+5");
-  EXPECT_EQ(h.Step(), "D1@5 P2@5+3s");
-  ASSERT_TRUE(h.Add(3, 8, 4).ok());
-  EXPECT_EQ(h.Step(StepProbe::kDecodeOnly), "D1@6 D2@8");
-  EXPECT_EQ(h.Step(), "D1@7 D2@9 P3@0+4");
-}
-
-TEST(SchedulerStepTest, PiggybackCannotBeSwitchedOnWithoutSpreadSteps) {
-  Scheduler s(Cfg(4, 8, 4, 16, 16));
-  EXPECT_FALSE(s.piggyback());
-  s.set_piggyback(true);
-  EXPECT_FALSE(s.piggyback());
-}
-
 TEST(SchedulerStepTest, EmptySchedulerPlansNothing) {
   SchedulerHarness h(Cfg(4, 8, 4, 16, 16));
   EXPECT_EQ(h.Step(), "");

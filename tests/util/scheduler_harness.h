@@ -252,10 +252,10 @@ class SchedulerHarness {
   }
 
   // One step: Schedule, check, fake forward, Update, check. Returns the plan's text.
-  std::string Step(StepProbe probe = StepProbe::kNone) {
+  std::string Step() {
     ++step_;
     const std::string where = absl::StrCat("step ", step_);
-    SchedulePlan plan = sched_.Schedule(now_, probe);
+    SchedulePlan plan = sched_.Schedule(now_);
     CheckPlan(sched_, plan, where);
     const std::string text = PlanString(plan);
     last_decode_tokens_ = plan.num_decode_tokens;

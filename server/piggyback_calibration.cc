@@ -1,5 +1,5 @@
 // MeasurePiggyback: a few forward passes at start-up (design in piggyback_calibration.h).
-#include "scheduler/piggyback_calibration.h"
+#include "server/piggyback_calibration.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
-// Whether piggybacking prompt tokens on decode steps (SchedulerConfig::prefill_spread_steps)
-// pays on this model and machine, measured at start-up (and kept current while serving by
-// PiggybackMonitor).
+// Whether piggybacking prompt tokens on decode steps (the piggyback prefill policy,
+// scheduler/prefill_policy.h) pays on this model and machine, measured once at start-up
+// for --piggyback auto (server/prefill_policy_choice.h turns the figures into a policy).
 //
 // The rule compares the steady state of the two ways to serve a stream of requests whose
 // prompts are about as long as their outputs. Piggybacked, a step of T = filled_rows rows
@@ -8,14 +8,13 @@
 // not decode meanwhile). In lockstep with bulk prefill, the same work costs T/2 ÷ U of a
 // decode step of U = decode_rows rows plus T/2 bulk prompt tokens. Gain() is the second
 // over the first; piggybacking pays above kPiggybackPays (1.1), the margin for the
-// staggered start and end of a burst that lockstep does not have. Measured:
-//   1B model, slow-bandwidth state: 8 rows 65 ms, 12 rows 66, 4.8 ms a token: 1.17
-//   1B model, fast state: 8 rows 47 ms, 12 rows 66: 0.97
-//   125M model: 8 rows 9.6 ms, 12 rows 10.2, 0.41 ms a token: 0.94
-// (A/B: on the 1B model piggybacking gained 4-7% in the slow state; it lost 10-15% on
-// the 125M one.)
+// staggered start and end of a burst that lockstep does not have. It pays where a decode
+// step's cost is the read of the weights (memory-bound: 8 and 12 rows cost about the same)
+// and a bulk prompt token is dear; it loses where extra rows cost in proportion (small or
+// quantized models, whose steps are short).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -26,6 +25,9 @@
 namespace llmserve {
 
 inline constexpr double kPiggybackPays = 1.1;
+
+// The decode step piggybacking is weighed against: 2/3 of the filled step's rows (8 of 12).
+inline int32_t UsualDecodeRows(int32_t filled_rows) { return std::max(1, filled_rows * 2 / 3); }
 
 struct PiggybackTimings {
   int32_t decode_rows = 8;          // rows of the usual decode step timed
