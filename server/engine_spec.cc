@@ -24,52 +24,47 @@ absl::StatusOr<Piggyback> ParsePiggyback(std::string_view s) {
   if (s == "off") return Piggyback::kOff;
   return absl::InvalidArgumentError(absl::StrCat("piggyback must be auto, on or off, not \"", std::string(s), "\""));
 }
-namespace {
-
-absl::Status OutOfRange(const char* flag, int64_t value, const std::string& range) {
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be ", range));
+absl::Status FlagOutOfRange(const char* flag, int64_t value, const std::string& requirement) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be ", requirement));
 }
 
-// Checks lo <= value <= hi.
-absl::Status InRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const std::string& note = "") {
+absl::Status FlagInRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const std::string& note) {
   if (value >= lo && value <= hi) return absl::OkStatus();
-  return OutOfRange(flag, value, absl::StrCat("in [", lo, ", ", hi, "]", note));
+  return FlagOutOfRange(flag, value, absl::StrCat("in [", lo, ", ", hi, "]", note));
 }
-
-}  // namespace
 
 absl::Status EngineSpec::Validate() const {
   if (model_path.empty() && !tokenizer_path.empty()) {
     return absl::InvalidArgumentError("--tokenizer needs --model (the built-in demo model has its own vocabulary)");
   }
-  if (absl::Status s = InRange("threads", threads, 0, 1024, " (0 = all cores)"); !s.ok()) return s;
-  if (kv_blocks == 0 && kv_cache_bytes < 1) return OutOfRange("kv-cache-bytes", kv_cache_bytes, ">= 1");
-  if (absl::Status s = InRange("kv-blocks", kv_blocks, 0, std::numeric_limits<int32_t>::max(),
+  if (absl::Status s = FlagInRange("threads", threads, 0, 1024, " (0 = all cores)"); !s.ok()) return s;
+  if (kv_blocks == 0 && kv_cache_bytes < 1) return FlagOutOfRange("kv-cache-bytes", kv_cache_bytes, ">= 1");
+  if (absl::Status s = FlagInRange("kv-blocks", kv_blocks, 0, std::numeric_limits<int32_t>::max(),
                                " (0 = from --kv-cache-bytes)");
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = InRange("block-size", block_size, 1, 1024); !s.ok()) return s;
-  if (absl::Status s = InRange("max-running", max_running, 1, 1 << 20); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("block-size", block_size, 1, 1024); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("max-running", max_running, 1, 1 << 20); !s.ok()) return s;
   if (max_batched_tokens < max_running || max_batched_tokens > (1 << 24)) {
-    return OutOfRange("max-batched-tokens", max_batched_tokens,
+    return FlagOutOfRange("max-batched-tokens", max_batched_tokens,
                       absl::StrCat("in [--max-running (", max_running, "), ", 1 << 24, "]"));
   }
   if (max_prefill_chunk < 0 || max_prefill_chunk > max_batched_tokens) {
-    return OutOfRange("max-prefill-chunk", max_prefill_chunk,
+    return FlagOutOfRange("max-prefill-chunk", max_prefill_chunk,
                       absl::StrCat("in [0, --max-batched-tokens (", max_batched_tokens, ")] (0 = max-batched-tokens)"));
   }
-  if (absl::Status s = InRange("max-waiting", max_waiting, 1, 1 << 24); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("max-waiting", max_waiting, 1, 1 << 24); !s.ok()) return s;
   if (step_policy != StepPolicy::kMixed && step_policy != StepPolicy::kSeparate) {
     return absl::InvalidArgumentError("--step-policy must be mixed or separate");
   }
-  if (absl::Status s = InRange("max-decode-stall", max_decode_stall, 1, 1 << 20); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("max-decode-stall", max_decode_stall, 1, 1 << 20); !s.ok()) return s;
   if (piggyback != Piggyback::kAuto && piggyback != Piggyback::kOn && piggyback != Piggyback::kOff) {
     return absl::InvalidArgumentError("--piggyback must be auto, on or off");
   }
-  if (absl::Status s = InRange("prefill-spread-steps", prefill_spread_steps, 0, 1 << 20); !s.ok()) return s;
-  if (absl::Status s = InRange("mixed-step-tokens", mixed_step_tokens, 1, 1 << 24); !s.ok()) return s;
-  if (absl::Status s = InRange("channel-capacity", channel_capacity, 1, 1 << 20); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("prefill-spread-steps", prefill_spread_steps, 0, 1 << 20); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("mixed-step-tokens", mixed_step_tokens, 1, 1 << 24); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("channel-capacity", channel_capacity, 1, 1 << 20); !s.ok()) return s;
   for (DType t : {EffectiveWeightDType(), EffectiveKvDType()}) {
     if (t != DType::kF32 && t != DType::kBF16) {
       return absl::InvalidArgumentError(absl::StrCat("dtype ", DTypeName(t), " is not supported: use f32 or bf16"));

@@ -93,6 +93,12 @@ absl::StatusOr<int64_t> ParseByteSize(const std::string& flag, const std::string
 // The shortest ParseByteSize spelling of `bytes` ("2G", "1536M", "1000").
 std::string FormatByteSize(int64_t bytes);
 
+// OK if lo <= value <= hi, else INVALID_ARGUMENT "--flag=value: must be in [lo, hi]note"
+// (the form of every range error Validate() gives).
+absl::Status FlagInRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const std::string& note = "");
+// INVALID_ARGUMENT "--flag=value: must be <requirement>".
+absl::Status FlagOutOfRange(const char* flag, int64_t value, const std::string& requirement);
+
 // KV blocks for `spec` on `model`: kv_blocks if set, else as many as kv_cache_bytes holds,
 // capped at max_running sequences of the whole context (what the engine could ever use).
 // INVALID_ARGUMENT if that is not even one block.

@@ -6,25 +6,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace llmserve {
-namespace {
-
-absl::Status OutOfRange(const char* flag, int64_t value, const std::string& range) {
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be ", range));
-}
-
-// Checks lo <= value <= hi.
-absl::Status InRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const std::string& note = "") {
-  if (value >= lo && value <= hi) return absl::OkStatus();
-  return OutOfRange(flag, value, absl::StrCat("in [", lo, ", ", hi, "]", note));
-}
-
-}  // namespace
-
 absl::Status ServerConfig::Validate() const {
   if (absl::Status s = EngineSpec::Validate(); !s.ok()) return s;
   if (host.empty()) return absl::InvalidArgumentError("--host must not be empty (0.0.0.0 = all interfaces)");
-  if (absl::Status s = InRange("port", port, 0, 65535, " (0 = any free port)"); !s.ok()) return s;
-  if (absl::Status s = InRange("metrics-port", metrics_port, 0, 65535, " (0 = no metrics)"); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("port", port, 0, 65535, " (0 = any free port)"); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("metrics-port", metrics_port, 0, 65535, " (0 = no metrics)"); !s.ok()) return s;
   if (metrics_port != 0 && metrics_port == port) {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-port=", metrics_port, " is the same as --port"));
   }
@@ -32,8 +18,8 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-prefix=", metrics_prefix,
                                                    ": must match [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. llmserve_ or vllm:)"));
   }
-  if (absl::Status s = InRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
-  if (absl::Status s = InRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;
   static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
   if (std::find(std::begin(kLevels), std::end(kLevels), log_level) == std::end(kLevels)) {
     return absl::InvalidArgumentError(

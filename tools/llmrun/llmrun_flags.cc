@@ -34,14 +34,10 @@ namespace {
 constexpr char kUsage[] =
     "--model PATH [--tokenizer PATH] (--prompt TEXT ... | --prompts-file FILE) [flags]\n"
     "Offline generation through the continuous-batching engine (no server), one JSON line per\n"
-    "prompt on stdout. The engine flags are llmserve's, with its defaults. --prompt, --stop and\n"
-    "--stop-token-id may repeat. Flags take --name=value or --name value; dashes and underscores\n"
-    "are interchangeable.";
-
-absl::Status OutOfRange(const std::string& flag, int64_t value, int64_t lo, int64_t hi) {
-  if (value >= lo && value <= hi) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be in [", lo, ", ", hi, "]"));
-}
+    "prompt on stdout. The engine flags are llmserve's, with its defaults.\n"
+    "  --prompt TEXT, --stop TEXT, --stop-token-id ID: may repeat (so not listed below)\n"
+    "Flags take --name=value or --name value; dashes and underscores are interchangeable;\n"
+    "--prefill-chunk is the old name of --max-prefill-chunk.";
 
 // Sets *out from an optional float flag; true if it was given.
 absl::StatusOr<bool> TakeFloat(const std::string& flag, const std::optional<float>& value, float* out) {
@@ -75,12 +71,12 @@ absl::StatusOr<Args> ArgsFromFlags(const CommandLine& command_line) {
   a.prompts = repeated("prompt");
   a.prompts_file = absl::GetFlag(FLAGS_prompts_file);
   a.max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  if (absl::Status s = OutOfRange("max-tokens", a.max_tokens, 1, int64_t{1} << 24); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("max-tokens", a.max_tokens, 1, int64_t{1} << 24); !s.ok()) return s;
   a.concurrency = absl::GetFlag(FLAGS_concurrency);
-  if (absl::Status s = OutOfRange("concurrency", a.concurrency, 1, 1 << 20); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("concurrency", a.concurrency, 1, 1 << 20); !s.ok()) return s;
   a.batch = absl::GetFlag(FLAGS_batch);
   a.top_logits = absl::GetFlag(FLAGS_top_logits);
-  if (absl::Status s = OutOfRange("top-logits", a.top_logits, 0, 1 << 24); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("top-logits", a.top_logits, 0, 1 << 24); !s.ok()) return s;
 
   SamplingParams& p = a.sampling;
   p.temperature = 0.0f;  // llmrun's default: greedy (the engine's own default temperature is 1)
@@ -100,7 +96,7 @@ absl::StatusOr<Args> ArgsFromFlags(const CommandLine& command_line) {
     a.sampling_flags = a.sampling_flags || *given;
   }
   if (const std::optional<int32_t> k = absl::GetFlag(FLAGS_top_k); k.has_value()) {
-    if (absl::Status s = OutOfRange("top-k", *k, 0, 1 << 30); !s.ok()) return s;
+    if (absl::Status s = FlagInRange("top-k", *k, 0, 1 << 30); !s.ok()) return s;
     p.top_k = *k;
     a.sampling_flags = true;
   }
@@ -109,7 +105,7 @@ absl::StatusOr<Args> ArgsFromFlags(const CommandLine& command_line) {
     a.sampling_flags = true;
   }
   if (const std::optional<int32_t> n = absl::GetFlag(FLAGS_logprobs); n.has_value()) {
-    if (absl::Status s = OutOfRange("logprobs", *n, 0, 20); !s.ok()) return s;
+    if (absl::Status s = FlagInRange("logprobs", *n, 0, 20); !s.ok()) return s;
     p.want_logprobs = true;
     p.logprobs = *n;
     a.sampling_flags = true;
