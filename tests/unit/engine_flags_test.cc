@@ -139,5 +139,22 @@ TEST(EngineFlagsTest, UnknownFlagExitsTwo) {
               "unexpected argument 'positional'");
 }
 
+TEST(EngineFlagsTest, HelpAndVersionExitZero) {
+  EXPECT_EXIT(Parse({"--help"}, llmrun::CommandLineOptionsForLlmrun()), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(Parse({"--version"}, CommandLineOptions{}), ::testing::ExitedWithCode(0), "");
+}
+
+// --kv-cache-bytes' default is written from EngineSpec's number; it must parse back.
+TEST(EngineFlagsTest, FormatByteSizeRoundTrips) {
+  EXPECT_EQ(FormatByteSize(int64_t{2} << 30), "2G");
+  EXPECT_EQ(FormatByteSize(int64_t{1536} << 20), "1536M");
+  EXPECT_EQ(FormatByteSize(1000), "1000");
+  for (int64_t bytes : {int64_t{1}, int64_t{1000}, int64_t{3} << 10, int64_t{2} << 30, int64_t{5} << 40}) {
+    auto parsed = ParseByteSize("kv-cache-bytes", FormatByteSize(bytes));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, bytes);
+  }
+}
+
 }  // namespace
 }  // namespace llmserve
