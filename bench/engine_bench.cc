@@ -2,9 +2,12 @@
 // (no gRPC), closed loop at several concurrencies.
 //
 //   engine_bench --model PATH [--concurrency 1,4,16,64] [--requests_per_slot 2]
-//                [--input-len 128] [--output-len 128] [--weight-dtype bf16|f32]
-//                [--kv-dtype f32|bf16] [--threads 2] [--step-policy mixed|separate]
-//                [--max-batched-tokens 512] [--kv-cache-bytes N] [--json FILE]
+//                [--input-len 128] [--output-len 128] [--json FILE] [engine flags]
+//
+// The engine flags (--weight-dtype, --threads, --step-policy, --kv-cache-bytes, ...) are
+// llmserve's, with its defaults (server/engine_flags.h), and the engine is built as the
+// server builds it (BuildEngine), except that --max-running (and --max-batched-tokens
+// with it) is raised to the largest concurrency.
 //
 // For each concurrency C, C client threads each submit a request (random-token prompt of
 // --input-len ids, --output-len generated, EOS ignored, greedy), wait for its final event,
@@ -17,6 +20,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -24,34 +28,23 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "model/kv_cache.h"
 #include "model/model_loader.h"
-#include "model/transformer.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/engine.h"
-#include "server/server_config.h"
+#include "server/engine_flags.h"
+#include "server/engine_setup.h"
 #include "spdlog/spdlog.h"
 
-ABSL_FLAG(std::string, model, "", "model file or directory (GGUF, HF, llama2.c .bin)");
 ABSL_FLAG(std::string, concurrency, "1,4,16,64", "comma-separated concurrencies");
 ABSL_FLAG(int, requests_per_slot, 2, "requests per concurrent client");
 ABSL_FLAG(int, input_len, 128, "prompt tokens per request");
 ABSL_FLAG(int, output_len, 128, "generated tokens per request");
-ABSL_FLAG(std::string, weight_dtype, "bf16", "f32 or bf16");
-ABSL_FLAG(std::string, kv_dtype, "auto", "f32, bf16 or auto (the weights' dtype, as llmserve's default)");
-ABSL_FLAG(int, threads, 2, "OpenMP/oneDNN threads");
-ABSL_FLAG(std::string, step_policy, "mixed", "mixed or separate");
-ABSL_FLAG(int, max_batched_tokens, 512, "token budget per step");
-ABSL_FLAG(int64_t, kv_cache_bytes, int64_t{4} << 30, "KV cache budget in bytes");
 ABSL_FLAG(std::string, json, "", "append one JSON object per concurrency to this file");
 
 namespace {
-
-using llmserve::DType;
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -113,9 +106,16 @@ int Fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  llmserve::CommandLineOptions options;
+  options.usage = "--model PATH [--concurrency 1,4,16,64] [flags]: the engine's tokens/s, closed loop";
+  options.version = "engine_bench";
+  options.help_files = {"bench/engine_bench.cc"};
+  llmserve::ParseCommandLineOrExit(argc, argv, options);
   spdlog::set_level(spdlog::level::warn);  // no per-request log lines in the table
-  const std::string path = absl::GetFlag(FLAGS_model);
+  auto parsed = llmserve::EngineSpecFromFlags();
+  if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
+  llmserve::EngineSpec spec = *std::move(parsed);
+  const std::string path = spec.model_path;
   if (path.empty()) return Fail("--model is required");
   std::vector<int> concurrencies;
   for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_concurrency), ',', absl::SkipEmpty())) {
@@ -123,46 +123,22 @@ int main(int argc, char** argv) {
     if (!absl::SimpleAtoi(part, &c) || c < 1) return Fail("--concurrency: bad value");
     concurrencies.push_back(c);
   }
-  auto policy = llmserve::ParseStepPolicy(absl::GetFlag(FLAGS_step_policy));
-  if (!policy.ok()) return Fail(std::string(policy.status().message()));
+  const int max_c = *std::max_element(concurrencies.begin(), concurrencies.end());
+  spec.max_running = std::max(spec.max_running, max_c);
+  spec.max_batched_tokens = std::max(spec.max_batched_tokens, spec.max_running);
+  if (absl::Status s = spec.Validate(); !s.ok()) return Fail(std::string(s.message()));
 
   auto weights = llmserve::LoadModel(path);
   if (!weights.ok()) return Fail(std::string(weights.status().message()));
   const llmserve::ModelConfig cfg = (*weights)->config;
-  llmserve::RuntimeConfig rt;
-  // The server's own flag parsing: bad values fail, kv "auto" takes the weights' dtype.
-  auto weight_dtype = llmserve::ParseComputeDType("weight_dtype", absl::GetFlag(FLAGS_weight_dtype), false);
-  if (!weight_dtype.ok()) return Fail(std::string(weight_dtype.status().message()));
-  auto kv_dtype = llmserve::ParseComputeDType("kv_dtype", absl::GetFlag(FLAGS_kv_dtype), true);
-  if (!kv_dtype.ok()) return Fail(std::string(kv_dtype.status().message()));
-  rt.weight_dtype = **weight_dtype;
-  rt.kv_dtype = kv_dtype->value_or(rt.weight_dtype);
-  rt.threads = absl::GetFlag(FLAGS_threads);
-  auto model = llmserve::Transformer::Create(**weights, rt);
-  if (!model.ok()) return Fail(std::string(model.status().message()));
-  weights->reset();
-
-  const int input_len = absl::GetFlag(FLAGS_input_len), output_len = absl::GetFlag(FLAGS_output_len);
-  const int max_c = *std::max_element(concurrencies.begin(), concurrencies.end());
-  auto kv = llmserve::KvCacheConfig::ForModel(cfg, 16, rt.kv_dtype);
-  kv.SetBlocksFromBytes(static_cast<size_t>(absl::GetFlag(FLAGS_kv_cache_bytes)));
-  auto cache = llmserve::KvCache::Create(kv);
-  if (!cache.ok()) return Fail(std::string(cache.status().message()));
-
-  llmserve::EngineConfig ec;
-  ec.scheduler.block_size = 16;
-  ec.scheduler.num_blocks = static_cast<int32_t>(kv.num_blocks);
-  ec.scheduler.max_running = std::max(64, max_c);
-  ec.scheduler.max_batched_tokens = std::max(absl::GetFlag(FLAGS_max_batched_tokens), ec.scheduler.max_running);
-  ec.scheduler.max_prefill_chunk = ec.scheduler.max_batched_tokens;
-  ec.scheduler.max_context = static_cast<int32_t>(cfg.context_length);
-  if (cfg.eos_id >= 0) ec.scheduler.eos_ids = {cfg.eos_id};  // ignored: requests ignore EOS
-  ec.scheduler.step_policy = *policy;
   StepStats stats;
-  auto engine = llmserve::Engine::Create(
-      ec, llmserve::MakeTransformerEngineModel(*std::move(model), *std::move(cache), rt.threads), nullptr, &stats);
-  if (!engine.ok()) return Fail(std::string(engine.status().message()));
-  (*engine)->Start();
+  // No tokenizer: EOS is the model config's (ignored: requests ignore EOS), no text.
+  auto built = llmserve::BuildEngine(spec, **weights, nullptr, &stats);
+  if (!built.ok()) return Fail(std::string(built.status().message()));
+  weights->reset();
+  std::unique_ptr<llmserve::Engine>& engine = built->engine;
+  const int input_len = absl::GetFlag(FLAGS_input_len), output_len = absl::GetFlag(FLAGS_output_len);
+  engine->Start();
 
   std::printf("%-6s %9s %10s %12s %14s %13s %14s %10s %10s %10s %6s\n", "conc", "requests", "gen tok/s", "step ms",
               "decode step ms", "(of it fwd)", "full fwd p50", "tok/step", "ttft p50", "e2e p50", "preempt");
@@ -173,7 +149,7 @@ int main(int argc, char** argv) {
     std::mutex mu;
     std::vector<double> ttft, e2e;
     stats.Reset(c);
-    const int64_t preempt0 = (*engine)->Stats().preemptions;
+    const int64_t preempt0 = engine->Stats().preemptions;
     const absl::Time start = absl::Now();
     std::vector<std::thread> clients;
     for (int t = 0; t < c; ++t) {
@@ -186,7 +162,7 @@ int main(int argc, char** argv) {
           req.sampling.temperature = 0;
           req.stop.max_tokens = output_len;
           req.stop.ignore_eos = true;
-          auto h = (*engine)->Submit(std::move(req));
+          auto h = engine->Submit(std::move(req));
           if (!h.ok()) {
             ++failed;
             continue;
@@ -207,10 +183,11 @@ int main(int argc, char** argv) {
     const double wall = absl::ToDoubleSeconds(absl::Now() - start);
     nlohmann::ordered_json j;
     j["model"] = path;
-    j["weight_dtype"] = absl::GetFlag(FLAGS_weight_dtype);
-    j["kv_dtype"] = std::string(llmserve::DTypeName(rt.kv_dtype));
-    j["step_policy"] = absl::GetFlag(FLAGS_step_policy);
-    j["threads"] = rt.threads;
+    j["weight_dtype"] = llmserve::WeightDTypeFlagValue(spec);
+    j["kv_dtype"] = std::string(llmserve::DTypeName(spec.EffectiveKvDType()));
+    j["step_policy"] = llmserve::StepPolicyName(spec.step_policy);
+    j["prefill_policy"] = built->prefill_policy;
+    j["threads"] = spec.threads;
     j["concurrency"] = c;
     j["requests"] = total;
     j["failed"] = failed.load();
@@ -221,7 +198,7 @@ int main(int argc, char** argv) {
     j.update(stats.Json());
     j["ttft_p50_s"] = Median(ttft);
     j["e2e_p50_s"] = Median(e2e);
-    j["preemptions"] = (*engine)->Stats().preemptions - preempt0;
+    j["preemptions"] = engine->Stats().preemptions - preempt0;
     std::printf("%-6d %9d %10.1f %12.2f %14.2f %13.2f %14.2f %10.1f %10.3f %10.3f %6lld\n", c, total,
                 j["generated_tok_per_s"].get<double>(), j["step_ms_mean"].get<double>(),
                 j["decode_step_ms_mean"].get<double>(), j["decode_forward_ms_mean"].get<double>(),
@@ -232,6 +209,6 @@ int main(int argc, char** argv) {
     if (failed.load() > 0) std::fprintf(stderr, "engine_bench: %d requests failed\n", failed.load());
     if (const std::string f = absl::GetFlag(FLAGS_json); !f.empty()) std::ofstream(f, std::ios::app) << j.dump() << "\n";
   }
-  (*engine)->Stop();
+  engine->Stop();
   return 0;
 }

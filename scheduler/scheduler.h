@@ -58,8 +58,9 @@ struct SchedulerConfig {
   int32_t num_blocks = 0;            // KV blocks in the pool (from the KV byte budget), >= 1
   int32_t max_running = 64;          // sequences holding blocks at once
   int32_t max_batched_tokens = 512;  // tokens per step (decode + prefill), >= max_running
-  int32_t max_prefill_chunk = 512;   // prompt tokens per sequence per step, 1..max_batched_tokens
-  int32_t max_waiting = 1024;        // queued, never-scheduled requests beyond which Add refuses
+  int32_t max_prefill_chunk = max_batched_tokens;  // prompt tokens per sequence per step,
+                                                   // 1..max_batched_tokens
+  int32_t max_waiting = 256;         // queued, never-scheduled requests beyond which Add refuses
   int32_t max_context = 0;           // model context: prompt + max_tokens must fit, >= 1
   std::vector<int32_t> eos_ids;      // ids that end generation as EOS (the model's end of
                                      // text / turn / message ids; empty: none), each >= 0

@@ -1,8 +1,10 @@
-// SetUpModel: from a ServerConfig to a ready (not yet started) Engine.
+// SetUpModel: from a ServerConfig to a ready (not yet started) Engine, its chat template
+// and what the service reports.
 //
 //   --model ""   → the built-in demo model (server/demo_model.h)
 //   --model PATH → LoadModel(PATH) + LoadTokenizer(--tokenizer, else PATH itself)
-//   → Transformer::Create(weight dtype, threads) → KvCache(ChooseKvBlocks) → Engine::Create
+//   → BuildEngine (server/engine_setup.h: Transformer, KvCache, Engine; shared with
+//     llmrun and engine_bench) → SetUpChat → ServiceInfo and the startup summary
 //
 // The file weights are released once the transformer has packed its own copies.
 #pragma once

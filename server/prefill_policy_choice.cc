@@ -5,12 +5,12 @@
 
 namespace llmserve {
 
-bool NeedsPiggybackCalibration(const ServerConfig& config) {
+bool NeedsPiggybackCalibration(const EngineSpec& config) {
   return config.step_policy == StepPolicy::kMixed && config.piggyback == Piggyback::kAuto &&
          config.prefill_spread_steps > 0;
 }
 
-PrefillPolicyChoice ResolvePrefillPolicy(const ServerConfig& config,
+PrefillPolicyChoice ResolvePrefillPolicy(const EngineSpec& config,
                                          const absl::StatusOr<PiggybackTimings>& calibration) {
   PrefillPolicyChoice out;
   PrefillPolicyConfig& p = out.policy;

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/prefill_policy.h"
 #include "server/piggyback_calibration.h"
-#include "server/server_config.h"
+#include "server/engine_spec.h"
 
 namespace llmserve {
 
@@ -28,11 +28,11 @@ struct PrefillPolicyChoice {
 
 // Whether `config` asks for the start-up measurement (--piggyback auto, step policy
 // mixed, --prefill-spread-steps > 0).
-bool NeedsPiggybackCalibration(const ServerConfig& config);
+bool NeedsPiggybackCalibration(const EngineSpec& config);
 
 // The policy `config` asks for. `calibration` (the measurement, or why there is none) is
 // read only when NeedsPiggybackCalibration(config). A pure function.
-PrefillPolicyChoice ResolvePrefillPolicy(const ServerConfig& config,
+PrefillPolicyChoice ResolvePrefillPolicy(const EngineSpec& config,
                                          const absl::StatusOr<PiggybackTimings>& calibration);
 
 }  // namespace llmserve

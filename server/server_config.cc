@@ -1,50 +1,16 @@
 #include "server/server_config.h"
 
 #include <algorithm>
-#include <limits>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
-#include "model/kv_cache.h"
-#include "model/runtime_config.h"
 
 namespace llmserve {
-
-const char* PiggybackName(Piggyback p) {
-  switch (p) {
-    case Piggyback::kOn: return "on";
-    case Piggyback::kOff: return "off";
-    case Piggyback::kAuto: break;
-  }
-  return "auto";
-}
-
-absl::StatusOr<Piggyback> ParsePiggyback(std::string_view s) {
-  if (s == "auto") return Piggyback::kAuto;
-  if (s == "on") return Piggyback::kOn;
-  if (s == "off") return Piggyback::kOff;
-  return absl::InvalidArgumentError(absl::StrCat("piggyback must be auto, on or off, not \"", std::string(s), "\""));
-}
-namespace {
-
-absl::Status OutOfRange(const char* flag, int64_t value, const std::string& range) {
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be ", range));
-}
-
-// Checks lo <= value <= hi.
-absl::Status InRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const std::string& note = "") {
-  if (value >= lo && value <= hi) return absl::OkStatus();
-  return OutOfRange(flag, value, absl::StrCat("in [", lo, ", ", hi, "]", note));
-}
-
-}  // namespace
-
 absl::Status ServerConfig::Validate() const {
-  if (model_path.empty() && !tokenizer_path.empty()) {
-    return absl::InvalidArgumentError("--tokenizer needs --model (the built-in demo model has its own vocabulary)");
-  }
+  if (absl::Status s = EngineSpec::Validate(); !s.ok()) return s;
   if (host.empty()) return absl::InvalidArgumentError("--host must not be empty (0.0.0.0 = all interfaces)");
-  if (absl::Status s = InRange("port", port, 0, 65535, " (0 = any free port)"); !s.ok()) return s;
-  if (absl::Status s = InRange("metrics-port", metrics_port, 0, 65535, " (0 = no metrics)"); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("port", port, 0, 65535, " (0 = any free port)"); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("metrics-port", metrics_port, 0, 65535, " (0 = no metrics)"); !s.ok()) return s;
   if (metrics_port != 0 && metrics_port == port) {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-port=", metrics_port, " is the same as --port"));
   }
@@ -52,41 +18,8 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-prefix=", metrics_prefix,
                                                    ": must match [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. llmserve_ or vllm:)"));
   }
-  if (absl::Status s = InRange("threads", threads, 0, 1024, " (0 = all cores)"); !s.ok()) return s;
-  if (kv_blocks == 0 && kv_cache_bytes < 1) return OutOfRange("kv-cache-bytes", kv_cache_bytes, ">= 1");
-  if (absl::Status s = InRange("kv-blocks", kv_blocks, 0, std::numeric_limits<int32_t>::max(),
-                               " (0 = from --kv-cache-bytes)");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = InRange("block-size", block_size, 1, 1024); !s.ok()) return s;
-  if (absl::Status s = InRange("max-running", max_running, 1, 1 << 20); !s.ok()) return s;
-  if (max_batched_tokens < max_running || max_batched_tokens > (1 << 24)) {
-    return OutOfRange("max-batched-tokens", max_batched_tokens,
-                      absl::StrCat("in [--max-running (", max_running, "), ", 1 << 24, "]"));
-  }
-  if (max_prefill_chunk < 0 || max_prefill_chunk > max_batched_tokens) {
-    return OutOfRange("max-prefill-chunk", max_prefill_chunk,
-                      absl::StrCat("in [0, --max-batched-tokens (", max_batched_tokens, ")] (0 = max-batched-tokens)"));
-  }
-  if (absl::Status s = InRange("max-waiting", max_waiting, 1, 1 << 24); !s.ok()) return s;
-  if (step_policy != StepPolicy::kMixed && step_policy != StepPolicy::kSeparate) {
-    return absl::InvalidArgumentError("--step-policy must be mixed or separate");
-  }
-  if (absl::Status s = InRange("max-decode-stall", max_decode_stall, 1, 1 << 20); !s.ok()) return s;
-  if (piggyback != Piggyback::kAuto && piggyback != Piggyback::kOn && piggyback != Piggyback::kOff) {
-    return absl::InvalidArgumentError("--piggyback must be auto, on or off");
-  }
-  if (absl::Status s = InRange("prefill-spread-steps", prefill_spread_steps, 0, 1 << 20); !s.ok()) return s;
-  if (absl::Status s = InRange("mixed-step-tokens", mixed_step_tokens, 1, 1 << 24); !s.ok()) return s;
-  if (absl::Status s = InRange("channel-capacity", channel_capacity, 1, 1 << 20); !s.ok()) return s;
-  if (absl::Status s = InRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
-  if (absl::Status s = InRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;
-  for (DType t : {EffectiveWeightDType(), EffectiveKvDType()}) {
-    if (t != DType::kF32 && t != DType::kBF16) {
-      return absl::InvalidArgumentError(absl::StrCat("dtype ", DTypeName(t), " is not supported: use f32 or bf16"));
-    }
-  }
+  if (absl::Status s = FlagInRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;
   static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
   if (std::find(std::begin(kLevels), std::end(kLevels), log_level) == std::end(kLevels)) {
     return absl::InvalidArgumentError(
@@ -112,80 +45,6 @@ bool ValidMetricsPrefix(const std::string& p) {
 std::string ServerConfig::MetricsAddress() const {
   const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
   return v6 ? absl::StrCat("[", host, "]:", metrics_port) : absl::StrCat(host, ":", metrics_port);
-}
-
-DType ServerConfig::EffectiveWeightDType() const { return weight_dtype.value_or(DefaultWeightDType()); }
-
-DType ServerConfig::EffectiveKvDType() const { return kv_dtype.value_or(EffectiveWeightDType()); }
-
-absl::Status ParseWeightDType(const std::string& flag, const std::string& value, ServerConfig* config) {
-  if (value == "int8") {
-    config->weight_quant = WeightQuant::kInt8;
-    config->weight_dtype.reset();
-    return absl::OkStatus();
-  }
-  auto dtype = ParseComputeDType(flag, value, /*allow_auto=*/true);
-  if (!dtype.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be auto, f32, bf16 or int8"));
-  }
-  config->weight_dtype = *dtype;
-  config->weight_quant = dtype->has_value() ? WeightQuant::kNone : WeightQuant::kAuto;
-  return absl::OkStatus();
-}
-
-std::string WeightDTypeFlagValue(const ServerConfig& config) {
-  if (config.weight_quant == WeightQuant::kInt8) return "int8";
-  if (config.weight_quant == WeightQuant::kAuto) return "auto";
-  return std::string(DTypeName(config.EffectiveWeightDType()));
-}
-
-absl::StatusOr<std::optional<DType>> ParseComputeDType(const std::string& flag, const std::string& value,
-                                                       bool allow_auto) {
-  if (value == "f32") return std::optional<DType>(DType::kF32);
-  if (value == "bf16") return std::optional<DType>(DType::kBF16);
-  if (allow_auto && value == "auto") return std::optional<DType>();
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", flag, "=", value, ": must be f32 or bf16", allow_auto ? " (or auto)" : ""));
-}
-
-absl::StatusOr<int64_t> ParseByteSize(const std::string& flag, const std::string& value) {
-  auto bad = [&] {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value,
-                                                   ": expected a byte count such as 2G, 512M or 1073741824"));
-  };
-  size_t digits = 0;
-  while (digits < value.size() && value[digits] >= '0' && value[digits] <= '9') ++digits;
-  if (digits == 0 || digits > 18) return bad();
-  int64_t n = std::stoll(value.substr(0, digits));
-  std::string suffix = value.substr(digits);  // "", K, KB, KiB, ... or B
-  if (suffix.size() == 3 && suffix.compare(1, 2, "iB") == 0) suffix.resize(1);
-  else if (suffix.size() == 2 && suffix[1] == 'B') suffix.resize(1);
-  else if (suffix == "B") suffix.clear();
-  int shift = 0;
-  if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (suffix == "T" || suffix == "t") shift = 40;
-  else if (!suffix.empty()) return bad();
-  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return bad();
-  return n << shift;
-}
-
-absl::StatusOr<int32_t> ChooseKvBlocks(const ServerConfig& config, const ModelConfig& model) {
-  if (config.kv_blocks > 0) return config.kv_blocks;
-  KvCacheConfig kv = KvCacheConfig::ForModel(model, config.block_size, config.EffectiveKvDType());
-  const size_t per_block = kv.BytesPerBlock();
-  if (per_block == 0) return absl::InvalidArgumentError("the model's KV geometry is invalid");
-  const int64_t blocks_per_seq = (model.context_length + config.block_size - 1) / config.block_size;
-  const int64_t useful = std::min<int64_t>(int64_t{config.max_running} * blocks_per_seq,
-                                           std::numeric_limits<int32_t>::max());
-  const int64_t fit = static_cast<int64_t>(static_cast<uint64_t>(config.kv_cache_bytes) / per_block);
-  if (fit < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--kv-cache-bytes=", config.kv_cache_bytes,
-                                                   " holds no KV block: one block of ", config.block_size,
-                                                   " tokens takes ", per_block, " bytes for this model"));
-  }
-  return static_cast<int32_t>(std::min(fit, useful));
 }
 
 }  // namespace llmserve

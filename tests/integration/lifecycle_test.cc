@@ -354,8 +354,9 @@ TEST(ServerLifecycleTest, BadModelsExitNonZeroWithTheLoadersMessage) {
 
 TEST(ServerLifecycleTest, BadFlagsExitTwoAndHelpDocumentsTheFlags) {
   const std::vector<StartupFailure> cases = {
-      {"unknown flag", {"--no-such-flag=1"}, "unknown flag --no-such-flag"},
-      {"not a number", {"--max-running=lots"}, "--max-running=lots"},
+      {"unknown flag", {"--no-such-flag=1"}, "Unknown command line flag 'no_such_flag'"},
+      {"not a number", {"--max-running=lots"}, "Illegal value 'lots' specified for flag 'max_running'"},
+      {"missing value", {"--max-running"}, "Missing the value for the flag 'max_running'"},
       {"zero max running", {"--max-running=0"}, "--max-running=0"},
       {"batch below running", {"--max-running=64", "--max-batched-tokens=8"}, "--max-batched-tokens=8"},
       {"bad dtype", {"--weight-dtype=f16"}, "--weight-dtype=f16"},
@@ -372,14 +373,23 @@ TEST(ServerLifecycleTest, BadFlagsExitTwoAndHelpDocumentsTheFlags) {
     EXPECT_EQ(p->WaitExit(absl::Seconds(30)), 2);
     EXPECT_NE(p->Log().find(c.message), std::string::npos) << p->Log();
   }
+  // absl's --help: "--name (help); default: value;", the engine's flags and the server's.
   auto help = ServerProcess::Launch({"--help"});
   EXPECT_EQ(help->WaitExit(absl::Seconds(30)), 0);
-  for (const char* flag : {"--model ", "--tokenizer ", "--host (default: 0.0.0.0)", "--port (default: 50051)",
-                           "--threads ", "--kv-cache-bytes ", "--kv-blocks ", "--block-size (default: 16)",
-                           "--max-running (default: 64)", "--max-batched-tokens ", "--max-waiting ",
-                           "--weight-dtype ", "--kv-dtype ", "--drain-delay (default: 0)",
-                           "--drain-timeout (default: 30)", "--log-level "}) {
-    EXPECT_NE(help->Log().find(flag), std::string::npos) << flag << " missing from --help:\n" << help->Log();
+  const std::string text = help->Log();
+  const std::vector<std::pair<std::string, std::string>> flags = {
+      {"model", "\"\""}, {"tokenizer", "\"\""}, {"host", "\"0.0.0.0\""}, {"port", "50051"},
+      {"threads", "0"}, {"kv_cache_bytes", "\"2G\""}, {"kv_blocks", "0"}, {"block_size", "16"},
+      {"max_running", "64"}, {"max_batched_tokens", "512"}, {"max_prefill_chunk", "0"}, {"max_waiting", "256"},
+      {"weight_dtype", "\"auto\""}, {"kv_dtype", "\"auto\""}, {"step_policy", "\"mixed\""},
+      {"piggyback", "\"auto\""}, {"prefill_spread_steps", "128"}, {"mixed_step_tokens", "12"},
+      {"drain_delay", "0"}, {"drain_timeout", "30"}, {"log_level", "\"info\""}};
+  for (const auto& [flag, value] : flags) {
+    const size_t at = text.find("--" + flag + " (");
+    ASSERT_NE(at, std::string::npos) << flag << " missing from --help:\n" << text;
+    const size_t def = text.find("default: ", at);
+    ASSERT_NE(def, std::string::npos) << flag;
+    EXPECT_EQ(text.substr(def + 9, value.size() + 1), value + ";") << flag << "'s default in --help:\n" << text;
   }
 }
 

@@ -20,8 +20,8 @@ PiggybackTimings Calibration(bool pays) {
   return t;
 }
 
-ServerConfig Flags(Piggyback mode) {
-  ServerConfig c;
+EngineSpec Flags(Piggyback mode) {
+  EngineSpec c;
   c.piggyback = mode;
   c.prefill_spread_steps = 64;
   c.mixed_step_tokens = 10;
@@ -30,7 +30,7 @@ ServerConfig Flags(Piggyback mode) {
 
 TEST(ResolvePrefillPolicyTest, AutoPicksPiggybackWhereTheMeasurementSaysItPays) {
   ASSERT_TRUE(Calibration(true).Pays());
-  const ServerConfig c = Flags(Piggyback::kAuto);
+  const EngineSpec c = Flags(Piggyback::kAuto);
   EXPECT_TRUE(NeedsPiggybackCalibration(c));
   const PrefillPolicyChoice got = ResolvePrefillPolicy(c, Calibration(true));
   EXPECT_EQ(got.policy.kind, PrefillPolicyKind::kPiggyback);
@@ -58,16 +58,16 @@ TEST(ResolvePrefillPolicyTest, AutoWithoutAMeasurementIsBulkAndSaysWhy) {
 TEST(ResolvePrefillPolicyTest, TheOtherFlagsNeedNoMeasurement) {
   const absl::Status none = absl::InternalError("must not be read");
   struct Case {
-    ServerConfig config;
+    EngineSpec config;
     PrefillPolicyKind kind;
     const char* reason;
   };
-  ServerConfig separate = Flags(Piggyback::kAuto);
+  EngineSpec separate = Flags(Piggyback::kAuto);
   separate.step_policy = StepPolicy::kSeparate;
   separate.max_decode_stall = 3;
-  ServerConfig no_horizon = Flags(Piggyback::kAuto);
+  EngineSpec no_horizon = Flags(Piggyback::kAuto);
   no_horizon.prefill_spread_steps = 0;
-  ServerConfig on_without_horizon = Flags(Piggyback::kOn);
+  EngineSpec on_without_horizon = Flags(Piggyback::kOn);
   on_without_horizon.prefill_spread_steps = 0;
   for (const Case& k : {Case{Flags(Piggyback::kOn), PrefillPolicyKind::kPiggyback, "--piggyback on"},
                         Case{Flags(Piggyback::kOff), PrefillPolicyKind::kBulk, "--piggyback off"},
