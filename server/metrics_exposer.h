@@ -17,6 +17,8 @@ struct MetricsExposer {
 };
 
 // Listens on `address` ("host:port", IPv6 bracketed) and serves `registry` at /metrics.
+// Connections that send no request are dropped after a short timeout, so idle or stuck
+// connections cannot keep the scrapers out.
 // UNAVAILABLE naming the address when it cannot be bound (e.g. the port is in use).
 absl::StatusOr<MetricsExposer> StartMetricsExposer(const std::string& address,
                                                    const std::shared_ptr<prometheus::Registry>& registry);
