@@ -29,48 +29,68 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* LlmService::Generate(grpc::CallbackS
   return GenerateReactor::Start(ctx, *request, deps, next_request_number_.fetch_add(1));
 }
 
-grpc::ServerUnaryReactor* LlmService::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
-                                               grpc::ByteBuffer* response) {
+namespace {
+
+// Parses the raw request as Req, has `fill` answer it into a Resp, serializes that into
+// `response` and finishes the call with the first error, if any.
+template <class Req, class Resp, class F>
+grpc::ServerUnaryReactor* AnswerUnary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response, F&& fill) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  llmserve::v1::TokenizeRequest req;
-  llmserve::v1::TokenizeResponse resp;
+  Req req;
+  Resp resp;
   absl::Status s = ParseRequest(*request, &req);
-  if (s.ok()) s = FillTokenize(req, tokenizer_, &resp);
+  if (s.ok()) s = fill(req, &resp);
   if (s.ok()) s = SerializeResponse(resp, response);
   reactor->Finish(ToGrpcStatus(s));
   return reactor;
 }
 
+}  // namespace
+
+grpc::ServerUnaryReactor* LlmService::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response) {
+  return AnswerUnary<llmserve::v1::TokenizeRequest, llmserve::v1::TokenizeResponse>(
+      ctx, request, response, [&](const auto& req, auto* resp) { return FillTokenize(req, tokenizer_, resp); });
+}
+
 grpc::ServerUnaryReactor* LlmService::ApplyChatTemplate(grpc::CallbackServerContext* ctx,
                                                         const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  llmserve::v1::ApplyChatTemplateRequest req;
-  absl::Status s = ParseRequest(*request, &req);
-  if (s.ok()) {
-    absl::StatusOr<RenderedChat> rendered = RenderChat(req.chat(), limits_.chat, limits_.vocab_size);
-    s = rendered.status();
-    if (s.ok()) {
-      llmserve::v1::ApplyChatTemplateResponse resp;
-      resp.set_text(std::move(rendered->text));
-      resp.mutable_ids()->Add(rendered->ids.begin(), rendered->ids.end());
-      s = SerializeResponse(resp, response);
-    }
-  }
-  reactor->Finish(ToGrpcStatus(s));
-  return reactor;
+  return AnswerUnary<llmserve::v1::ApplyChatTemplateRequest, llmserve::v1::ApplyChatTemplateResponse>(
+      ctx, request, response, [&](const auto& req, auto* resp) -> absl::Status {
+        absl::StatusOr<RenderedChat> rendered = RenderChat(req.chat(), limits_.chat, limits_.vocab_size);
+        if (!rendered.ok()) return rendered.status();
+        resp->set_text(std::move(rendered->text));
+        resp->mutable_ids()->Add(rendered->ids.begin(), rendered->ids.end());
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* LlmService::Detokenize(grpc::CallbackServerContext* ctx,
-                                                 const llmserve::v1::DetokenizeRequest* request,
-                                                 llmserve::v1::DetokenizeResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(FillDetokenize(*request, tokenizer_, response)));
-  return reactor;
+grpc::ServerUnaryReactor* LlmService::Detokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
+  return AnswerUnary<llmserve::v1::DetokenizeRequest, llmserve::v1::DetokenizeResponse>(
+      ctx, request, response, [&](const auto& req, auto* resp) { return FillDetokenize(req, tokenizer_, resp); });
 }
 
-grpc::ServerUnaryReactor* LlmService::GetModelInfo(grpc::CallbackServerContext* ctx,
-                                                   const llmserve::v1::GetModelInfoRequest* /*request*/,
-                                                   llmserve::v1::ModelInfo* response) {
+grpc::ServerUnaryReactor* LlmService::GetModelInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) {
+  return AnswerUnary<llmserve::v1::GetModelInfoRequest, llmserve::v1::ModelInfo>(
+      ctx, request, response, [&](const auto&, auto* resp) {
+        FillModelInfo(resp);
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* LlmService::GetServerInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return AnswerUnary<llmserve::v1::GetServerInfoRequest, llmserve::v1::ServerInfo>(
+      ctx, request, response, [&](const auto&, auto* resp) {
+        FillServerInfo(resp);
+        return absl::OkStatus();
+      });
+}
+
+void LlmService::FillModelInfo(llmserve::v1::ModelInfo* response) const {
   const ModelConfig& c = info_.config;
   response->set_name(info_.model_name.empty() ? c.name : info_.model_name);
   const absl::string_view arch = ArchitectureName(c.arch);
@@ -104,14 +124,9 @@ grpc::ServerUnaryReactor* LlmService::GetModelInfo(grpc::CallbackServerContext* 
                            std::pair{"repetition_penalty", g.repetition_penalty.has_value()}}) {
     if (set) sd->add_from_model(name);
   }
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* LlmService::GetServerInfo(grpc::CallbackServerContext* ctx,
-                                                    const llmserve::v1::GetServerInfoRequest* /*request*/,
-                                                    llmserve::v1::ServerInfo* response) {
+void LlmService::FillServerInfo(llmserve::v1::ServerInfo* response) const {
   const EngineStats s = engine_.Stats();
   const SchedulerConfig& sc = engine_.config().scheduler;
   response->set_running_requests(s.running);
@@ -127,9 +142,6 @@ grpc::ServerUnaryReactor* LlmService::GetServerInfo(grpc::CallbackServerContext*
   response->set_max_batched_tokens(sc.max_batched_tokens);
   response->set_step_policy(StepPolicyName(sc.step_policy));
   response->set_draining(s.draining);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
 }
 
 }  // namespace llmserve

@@ -49,11 +49,16 @@ struct ServiceInfo {
 
 // Thread-safe (gRPC threads). The engine, tokenizer and metrics (may be null; counts
 // Generate calls refused at the door) must outlive the service.
-// The generated service with Generate, Tokenize and ApplyChatTemplate raw (their requests
-// are parsed by ParseRequest, which names a field holding invalid UTF-8).
+// The generated service with every method raw: each parses its own request with
+// ParseRequest, so that a malformed one gets INVALID_ARGUMENT with a message (gRPC's own
+// parsing would answer UNIMPLEMENTED with none) and a string field holding invalid UTF-8
+// is named.
 using LlmServiceBase = llmserve::v1::LlmService::WithRawCallbackMethod_Generate<
     llmserve::v1::LlmService::WithRawCallbackMethod_Tokenize<llmserve::v1::LlmService::WithRawCallbackMethod_ApplyChatTemplate<
-        llmserve::v1::LlmService::CallbackService>>>;
+        llmserve::v1::LlmService::WithRawCallbackMethod_Detokenize<
+            llmserve::v1::LlmService::WithRawCallbackMethod_GetModelInfo<
+                llmserve::v1::LlmService::WithRawCallbackMethod_GetServerInfo<
+                    llmserve::v1::LlmService::CallbackService>>>>>>;
 
 class LlmService final : public LlmServiceBase {
  public:
@@ -63,25 +68,25 @@ class LlmService final : public LlmServiceBase {
   // Raw: the request is a serialized GenerateRequest, each response a GenerateResponse.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Generate(grpc::CallbackServerContext* ctx,
                                                        const grpc::ByteBuffer* request) override;
-  // Raw: TokenizeRequest in, TokenizeResponse out.
+  // Unary, raw: TokenizeRequest in, TokenizeResponse out; and so on.
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
-  // Raw: ApplyChatTemplateRequest in, ApplyChatTemplateResponse out.
   grpc::ServerUnaryReactor* ApplyChatTemplate(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                               grpc::ByteBuffer* response) override;
-  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* ctx, const llmserve::v1::DetokenizeRequest* request,
-                                       llmserve::v1::DetokenizeResponse* response) override;
-  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* ctx,
-                                         const llmserve::v1::GetModelInfoRequest* request,
-                                         llmserve::v1::ModelInfo* response) override;
-  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
-                                          const llmserve::v1::GetServerInfoRequest* request,
-                                          llmserve::v1::ServerInfo* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
 
   // Generate streams currently open (for draining: wait until 0).
   int64_t open_streams() const { return open_streams_.load(); }
 
  private:
+  void FillModelInfo(llmserve::v1::ModelInfo* response) const;
+  void FillServerInfo(llmserve::v1::ServerInfo* response) const;
+
   Engine& engine_;
   const Tokenizer& tokenizer_;
   const ServiceInfo info_;

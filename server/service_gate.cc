@@ -38,23 +38,20 @@ grpc::ServerUnaryReactor* ServiceGate::ApplyChatTemplate(grpc::CallbackServerCon
   return Refuse(ctx);
 }
 
-grpc::ServerUnaryReactor* ServiceGate::Detokenize(grpc::CallbackServerContext* ctx,
-                                                  const llmserve::v1::DetokenizeRequest* request,
-                                                  llmserve::v1::DetokenizeResponse* response) {
+grpc::ServerUnaryReactor* ServiceGate::Detokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                  grpc::ByteBuffer* response) {
   if (auto* t = target_.load()) return t->Detokenize(ctx, request, response);
   return Refuse(ctx);
 }
 
-grpc::ServerUnaryReactor* ServiceGate::GetModelInfo(grpc::CallbackServerContext* ctx,
-                                                    const llmserve::v1::GetModelInfoRequest* request,
-                                                    llmserve::v1::ModelInfo* response) {
+grpc::ServerUnaryReactor* ServiceGate::GetModelInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
   if (auto* t = target_.load()) return t->GetModelInfo(ctx, request, response);
   return Refuse(ctx);
 }
 
-grpc::ServerUnaryReactor* ServiceGate::GetServerInfo(grpc::CallbackServerContext* ctx,
-                                                     const llmserve::v1::GetServerInfoRequest* request,
-                                                     llmserve::v1::ServerInfo* response) {
+grpc::ServerUnaryReactor* ServiceGate::GetServerInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
   if (auto* t = target_.load()) return t->GetServerInfo(ctx, request, response);
   return Refuse(ctx);
 }

@@ -31,14 +31,12 @@ class ServiceGate final : public LlmServiceBase {
                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ApplyChatTemplate(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                               grpc::ByteBuffer* response) override;
-  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* ctx, const llmserve::v1::DetokenizeRequest* request,
-                                       llmserve::v1::DetokenizeResponse* response) override;
-  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* ctx,
-                                         const llmserve::v1::GetModelInfoRequest* request,
-                                         llmserve::v1::ModelInfo* response) override;
-  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
-                                          const llmserve::v1::GetServerInfoRequest* request,
-                                          llmserve::v1::ServerInfo* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
 
  private:
   std::atomic<LlmService*> target_{nullptr};

@@ -5,6 +5,7 @@
 // streams. The real stories260K model against run.c's golden output:
 // llm_service_golden_test.cc.
 #include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/llm_service.h"
@@ -240,6 +242,34 @@ TEST(LlmServiceTest, ModelAndServerInfo) {
 }
 
 // The invalid-request table through the whole stack: the client gets the code and message.
+// Bytes that are no message of the method's request type get INVALID_ARGUMENT with a
+// message from every method (gRPC's own parsing would answer UNIMPLEMENTED, no message);
+// an empty request (a valid message with every field unset) is still answered.
+TEST(LlmServiceTest, MalformedRequestBytesGetInvalidArgumentFromEveryMethod) {
+  Harness h;
+  ASSERT_NE(h.engine, nullptr);
+  grpc::GenericStub generic(h.served->channel);
+  auto call = [&](const std::string& method, const std::string& bytes) {
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer request(&slice, 1), response;
+    grpc::ClientContext ctx;
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&ctx, "/llmserve.v1.LlmService/" + method, grpc::StubOptions(), &request, &response,
+                      [&](grpc::Status s) { done.set_value(std::move(s)); });
+    return done.get_future().get();
+  };
+  for (const char* method : {"Tokenize", "Detokenize", "ApplyChatTemplate", "GetModelInfo", "GetServerInfo"}) {
+    const grpc::Status bad = call(method, "\x55");  // field 10, fixed32, with no value bytes
+    EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method << ": " << bad.error_message();
+    EXPECT_NE(bad.error_message().find("is not a valid llmserve.v1."), std::string::npos)
+        << method << ": " << bad.error_message();
+  }
+  for (const char* method : {"GetModelInfo", "GetServerInfo"}) {
+    const grpc::Status ok = call(method, "");
+    EXPECT_TRUE(ok.ok()) << method << ": " << ok.error_message();
+  }
+}
+
 TEST(LlmServiceTest, InvalidRequestsReachTheClientAsInvalidArgument) {
   Harness h;
   ASSERT_NE(h.engine, nullptr);

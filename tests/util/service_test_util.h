@@ -108,6 +108,7 @@ inline llmserve::v1::GenerateRequest Greedy(const std::string& text, int32_t max
 struct Served {
   std::unique_ptr<LlmService> service;
   std::unique_ptr<grpc::Server> server;
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<llmserve::v1::LlmService::Stub> stub;
 
   Served(Engine& engine, const Tokenizer& tok, ServiceInfo info) {
@@ -119,8 +120,8 @@ struct Served {
     server = b.BuildAndStart();
     EXPECT_NE(server, nullptr);
     EXPECT_GT(port, 0);
-    stub = llmserve::v1::LlmService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    stub = llmserve::v1::LlmService::NewStub(channel);
   }
   // Call after the engine stopped (every stream got its final).
   void Shutdown() {
