@@ -15,8 +15,9 @@ enum class ModelFormat {
   kHuggingFace,  // directory with config.json and *.safetensors
 };
 
-// Decides the format of `path`: a directory holding config.json is HuggingFace; a file
-// starting with the GGUF magic is GGUF; any other regular file is taken as llama2.c.
+// Decides the format of `path`: a directory holding config.json is HuggingFace; a regular
+// file starting with the GGUF magic is GGUF; one with a valid llama2.c header and the size
+// it implies is llama2.c. Anything else: INVALID_ARGUMENT saying what the path is not.
 absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path);
 
 // Loads config and tensors (memory-mapped where the format allows); the config is

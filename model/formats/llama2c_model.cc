@@ -99,11 +99,11 @@ class SizeSum {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ModelWeights>> LoadLlama2cModel(const std::string& path) {
-  auto file_or = MappedFile::Open(path);
-  if (!file_or.ok()) return file_or.status();
-  std::shared_ptr<MappedFile> file = *std::move(file_or);
-  ByteReader reader(file->bytes(), path);
+namespace {
+
+// The checked header of `file` (at `path`), whose size must be what the header implies.
+absl::StatusOr<Header> ReadCheckedHeader(const MappedFile& file, const std::string& path) {
+  ByteReader reader(file.bytes(), path);
   auto header = ReadHeader(reader);
   if (!header.ok()) return header.status();
   Header h = *header;
@@ -125,11 +125,32 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadLlama2cModel(const std::string
   std::optional<uint64_t> bytes = floats.total() ? CheckedMul(*floats.total(), 4) : std::nullopt;
   std::optional<uint64_t> expected = bytes ? CheckedAdd(*bytes, h.header_bytes) : std::nullopt;
   if (!expected) return absl::InvalidArgumentError(absl::StrCat(path, ": header sizes overflow (", h.ToString(), ")"));
-  if (*expected != file->size()) {
+  if (*expected != file.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": file is ", file->size(), " bytes but the header (", h.ToString(), ") implies ", *expected,
-        " bytes", file->size() < *expected ? " (truncated file)" : " (trailing bytes)"));
+        path, ": file is ", file.size(), " bytes but the header (", h.ToString(), ") implies ", *expected,
+        " bytes", file.size() < *expected ? " (truncated file)" : " (trailing bytes)"));
   }
+  return h;
+}
+
+}  // namespace
+
+absl::Status ProbeLlama2cModel(const std::string& path) {
+  auto file = MappedFile::Open(path);
+  if (!file.ok()) return file.status();
+  return ReadCheckedHeader(**file, path).status();
+}
+
+absl::StatusOr<std::unique_ptr<ModelWeights>> LoadLlama2cModel(const std::string& path) {
+  auto file_or = MappedFile::Open(path);
+  if (!file_or.ok()) return file_or.status();
+  std::shared_ptr<MappedFile> file = *std::move(file_or);
+  auto header = ReadCheckedHeader(*file, path);
+  if (!header.ok()) return header.status();
+  const Header& h = *header;
+  const uint64_t head_size = static_cast<uint64_t>(h.dim / h.heads);
+  const uint64_t kv_dim = head_size * static_cast<uint64_t>(h.kv_heads);
+  const uint64_t freq_floats = h.version == 0 ? uint64_t(h.seq_len) * (head_size / 2) * 2 : 0;
 
   auto weights = std::make_unique<ModelWeights>();
   ModelConfig& c = weights->config;

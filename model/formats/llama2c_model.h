@@ -29,4 +29,8 @@ namespace llmserve {
 // INVALID_ARGUMENT naming the file for a bad header or a size that does not match it.
 absl::StatusOr<std::unique_ptr<ModelWeights>> LoadLlama2cModel(const std::string& path);
 
+// OK when `path` has a valid llama2.c header and the size it implies (what
+// LoadLlama2cModel checks before it reads a tensor); else LoadLlama2cModel's error.
+absl::Status ProbeLlama2cModel(const std::string& path);
+
 }  // namespace llmserve

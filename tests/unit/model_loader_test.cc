@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/util/test_assets.h"
@@ -81,7 +83,7 @@ TEST(ModelLoaderTest, DirectoryWithoutConfigIsRejected) {
   EXPECT_NE(w.status().message().find("config.json"), std::string::npos) << w.status();
 }
 
-TEST(ModelLoaderTest, TextFileIsRejectedAsLlama2c) {
+TEST(ModelLoaderTest, TextFileIsRejected) {
   const std::string dir = testing::ScratchDir("loader_text");
   const std::string path = dir + "/notes.txt";
   std::ofstream(path) << "this is not a model, just some text that is long enough";
@@ -89,6 +91,41 @@ TEST(ModelLoaderTest, TextFileIsRejectedAsLlama2c) {
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(w.status().message().find(path), std::string::npos) << w.status();
+}
+
+// Files that are no model are told apart from llama2.c checkpoints (which need a separate
+// tokenizer): the error says what the file is not, whatever its first bytes.
+TEST(ModelLoaderTest, NonModelFilesSayWhatTheyAreNot) {
+  const std::string dir = testing::ScratchDir("loader_junk");
+  struct Case {
+    std::string name, bytes;
+  };
+  const std::vector<Case> cases = {
+      {"empty", ""},
+      {"one_byte", "G"},
+      {"three_bytes", "GGU"},
+      {"bad_magic", "GGUX" + std::string(200, '\0')},
+      {"header_only", std::string("\x40\0\0\0\xac\0\0\0\x05\0\0\0\x08\0\0\0\x04\0\0\0\0\x02\0\0\0\x02\0\0", 28)},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir + "/" + c.name + ".bin";
+    std::ofstream(path, std::ios::binary) << c.bytes;
+    auto format = DetectModelFormat(path);
+    ASSERT_FALSE(format.ok()) << c.name;
+    EXPECT_EQ(format.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    const std::string m(format.status().message());
+    EXPECT_NE(m.find("is not a model file llmserve reads: not GGUF"), std::string::npos) << c.name << ": " << m;
+    EXPECT_NE(m.find("not a llama2.c checkpoint ("), std::string::npos) << c.name << ": " << m;
+    EXPECT_FALSE(LoadModel(path).ok()) << c.name;
+  }
+  // The llama2.c header above is stories260K's; its reason names the size it implies.
+  const std::string header_only = DetectModelFormat(dir + "/header_only.bin").status().ToString();
+  EXPECT_NE(header_only.find("truncated file"), std::string::npos) << header_only;
+  for (const char* dev : {"/dev/null", "/dev/zero"}) {
+    auto format = DetectModelFormat(dev);
+    ASSERT_FALSE(format.ok()) << dev;
+    EXPECT_NE(format.status().message().find("not a regular file"), std::string::npos) << format.status();
+  }
 }
 
 }  // namespace
