@@ -60,7 +60,9 @@ absl::StatusOr<LoadedModel> LoadModelFiles(const EngineSpec& spec) {
   auto weights = LoadModel(spec.model_path);
   if (!weights.ok()) return Prefixed(weights.status(), "cannot load model");
   out.weights = *std::move(weights);
-  auto tok = LoadTokenizer(tok_path);
+  TokenizerLoadOptions tok_options;
+  tok_options.model_vocab_size = out.weights->config.vocab_size;
+  auto tok = LoadTokenizer(tok_path, tok_options);
   if (!tok.ok()) return Prefixed(tok.status(), "cannot load tokenizer");
   out.tokenizer = *std::move(tok);
   if (out.tokenizer->vocab_size() > out.weights->config.vocab_size) {

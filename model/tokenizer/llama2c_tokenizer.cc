@@ -43,7 +43,7 @@ std::string StripNewlines(std::string_view piece) {
 }  // namespace
 
 absl::StatusOr<TokenizerSpec> TokenizerSpecFromLlama2cBytes(std::span<const uint8_t> bytes,
-                                                             const std::string& source) {
+                                                             const std::string& source, int64_t vocab_size) {
   ByteReader r(bytes, source);
   int32_t max_len = 0;
   if (absl::Status s = r.Read(&max_len, "max_token_length"); !s.ok()) return s;
@@ -55,7 +55,7 @@ absl::StatusOr<TokenizerSpec> TokenizerSpecFromLlama2cBytes(std::span<const uint
   // Every record takes at least 8 bytes, so this reservation is bounded by the file size.
   spec.tokens.reserve(r.remaining() / 8);
   spec.scores.reserve(r.remaining() / 8);
-  while (r.remaining() > 0) {
+  while (r.remaining() > 0 && (vocab_size <= 0 || static_cast<int64_t>(spec.tokens.size()) < vocab_size)) {
     const size_t index = spec.tokens.size();
     const std::string what = absl::StrCat("token ", index);
     float score = 0;
@@ -73,6 +73,16 @@ absl::StatusOr<TokenizerSpec> TokenizerSpecFromLlama2cBytes(std::span<const uint
     }
     spec.tokens.emplace_back(piece);
     spec.scores.push_back(score);
+  }
+  if (vocab_size > 0 && static_cast<int64_t>(spec.tokens.size()) < vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": holds ", spec.tokens.size(), " tokens, the model has ", vocab_size,
+        ": the file is truncated or belongs to another model"));
+  }
+  if (vocab_size > 0 && r.remaining() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": holds more than the model's ", vocab_size, " tokens (", r.remaining(),
+        " bytes follow them): the file belongs to another model"));
   }
   if (spec.tokens.size() < 3) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": only ", spec.tokens.size(),
@@ -105,10 +115,10 @@ absl::StatusOr<TokenizerSpec> TokenizerSpecFromLlama2cBytes(std::span<const uint
   return spec;
 }
 
-absl::StatusOr<TokenizerSpec> TokenizerSpecFromLlama2cBin(const std::string& path) {
+absl::StatusOr<TokenizerSpec> TokenizerSpecFromLlama2cBin(const std::string& path, int64_t vocab_size) {
   auto file = MappedFile::Open(path);
   if (!file.ok()) return file.status();
-  return TokenizerSpecFromLlama2cBytes((*file)->bytes(), path);
+  return TokenizerSpecFromLlama2cBytes((*file)->bytes(), path, vocab_size);
 }
 
 }  // namespace llmserve

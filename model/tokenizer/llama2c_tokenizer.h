@@ -22,11 +22,14 @@ namespace llmserve {
 
 // Reads a llama2.c tokenizer.bin. NOT_FOUND if missing; INVALID_ARGUMENT naming the file
 // and byte offset for truncated records, negative or oversized lengths, NaN scores, or
-// fewer than 3 tokens (<unk>, <s>, </s>).
-absl::StatusOr<TokenizerSpec> TokenizerSpecFromLlama2cBin(const std::string& path);
+// fewer than 3 tokens (<unk>, <s>, </s>). The file does not record how many tokens it
+// holds: run.c reads as many as the model's vocab_size. With `vocab_size` > 0 the file
+// must hold exactly that many (INVALID_ARGUMENT otherwise: a truncated file, or another
+// model's tokenizer); with 0 every record up to the end of the file is read.
+absl::StatusOr<TokenizerSpec> TokenizerSpecFromLlama2cBin(const std::string& path, int64_t vocab_size = 0);
 
 // Same, from bytes already in memory; `source` names them in messages.
 absl::StatusOr<TokenizerSpec> TokenizerSpecFromLlama2cBytes(std::span<const uint8_t> bytes,
-                                                             const std::string& source);
+                                                             const std::string& source, int64_t vocab_size = 0);
 
 }  // namespace llmserve

@@ -61,7 +61,9 @@ absl::StatusOr<TokenizerSpec> FromDirectory(const fs::path& dir, const Tokenizer
   if (Exists(dir / "tokenizer.json")) return TokenizerSpecFromHfJson((dir / "tokenizer.json").string());
   if (Exists(dir / "vocab.json")) return FromVocabMerges(dir / "vocab.json", dir / "merges.txt", options);
   if (Exists(dir / "encoder.json")) return FromVocabMerges(dir / "encoder.json", dir / "vocab.bpe", options);
-  if (Exists(dir / "tokenizer.bin")) return TokenizerSpecFromLlama2cBin((dir / "tokenizer.bin").string());
+  if (Exists(dir / "tokenizer.bin")) {
+    return TokenizerSpecFromLlama2cBin((dir / "tokenizer.bin").string(), options.model_vocab_size);
+  }
   std::error_code ec;
   std::vector<fs::path> ggufs;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -88,7 +90,7 @@ absl::StatusOr<TokenizerSpec> LoadTokenizerSpec(const std::string& path, const T
   if (name == "merges.txt") return FromVocabMerges(dir / "vocab.json", p, options);
   if (name == "vocab.bpe") return FromVocabMerges(dir / "encoder.json", p, options);
   if (p.extension() == ".json") return TokenizerSpecFromHfJson(path);
-  return TokenizerSpecFromLlama2cBin(path);
+  return TokenizerSpecFromLlama2cBin(path, options.model_vocab_size);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path,

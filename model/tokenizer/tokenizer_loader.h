@@ -15,6 +15,9 @@ struct TokenizerLoadOptions {
   // "gpt2", "llama3" or "qwen2". Empty: guess (128000-token vocab -> llama3,
   // a Qwen2Tokenizer tokenizer_config.json beside it -> qwen2, else gpt2).
   std::string pretokenizer;
+  // The model's vocabulary size, 0 = unknown. A llama2.c tokenizer.bin, which does not
+  // record its own size, must then hold exactly this many tokens.
+  int64_t model_vocab_size = 0;
 };
 
 // Reads the tokenizer description at `path`, which may be:

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "model/tokenizer/spm_tokenizer.h"
 #include "tests/util/load_tokenizer.h"
@@ -355,6 +356,31 @@ TEST(Llama2cTokenizerTest, EveryTruncationIsRejectedUnlessAtARecordBoundary) {
     EXPECT_NE(std::string(spec.status().message()).find(file), std::string::npos) << spec.status();
     EXPECT_NE(std::string(spec.status().message()).find("truncated"), std::string::npos) << spec.status();
   }
+}
+
+// Given the model's vocabulary size, as run.c reads it, a file cut at a record boundary
+// (a well-formed but shorter vocabulary) and one with records beyond it are refused.
+TEST(Llama2cTokenizerTest, ModelVocabSizeMustMatchTheFile) {
+  LLMSERVE_REQUIRE_ASSET(path, "models/llama2c/tok512.bin");
+  const std::string full = ReadAll(path);
+  const std::vector<size_t> ends = RecordEnds(full);
+  ASSERT_EQ(ends.size(), 513u);  // ends[k]: the end of the first k records
+  auto whole = TokenizerSpecFromLlama2cBytes(std::vector<uint8_t>(full.begin(), full.end()), "tok.bin", 512);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->tokens.size(), 512u);
+  for (size_t k : {size_t{3}, size_t{7}, size_t{511}}) {
+    const std::vector<uint8_t> cut(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(ends[k]));
+    ASSERT_TRUE(TokenizerSpecFromLlama2cBytes(cut, "cut.bin").ok()) << k;  // alone it looks whole
+    auto spec = TokenizerSpecFromLlama2cBytes(cut, "cut.bin", 512);
+    ASSERT_FALSE(spec.ok()) << k;
+    EXPECT_EQ(spec.status().message(),
+              absl::StrCat("cut.bin: holds ", k, " tokens, the model has 512: the file is truncated or belongs to "
+                           "another model"));
+  }
+  auto fewer = TokenizerSpecFromLlama2cBytes(std::vector<uint8_t>(full.begin(), full.end()), "tok.bin", 300);
+  ASSERT_FALSE(fewer.ok());
+  EXPECT_NE(std::string(fewer.status().message()).find("holds more than the model's 300 tokens"), std::string::npos)
+      << fewer.status();
 }
 
 TEST(Llama2cTokenizerTest, BadFieldsAreRejected) {

@@ -2,6 +2,8 @@
 // tokenizer, and the errors for missing or mismatched files.
 #include "server/model_setup.h"
 
+#include <fstream>
+
 #include <string>
 
 #include "gtest/gtest.h"
@@ -108,6 +110,19 @@ TEST(ModelSetupTest, Llama2cModelNeedsItsTokenizer) {
   auto mismatch = SetUpModel(c);
   EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(mismatch.status().message().find("more than the model's 512"), std::string::npos) << mismatch.status();
+  // The first 100 bytes of the model's own tokenizer: a well-formed 7-token vocabulary
+  // that the llama2.c format cannot tell from a whole one; the model's size can.
+  LLMSERVE_REQUIRE_ASSET(tok, "models/llama2c/tok512.bin");
+  std::ifstream in(tok, std::ios::binary);
+  std::string head(100, '\0');
+  ASSERT_TRUE(in.read(head.data(), 100));
+  const std::string cut = testing::ScratchDir("model_setup_cut_tok") + "/tok_head100.bin";
+  std::ofstream(cut, std::ios::binary) << head;
+  c.tokenizer_path = cut;
+  auto truncated = SetUpModel(c);
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(truncated.status().message().find("the model has 512: the file is truncated"), std::string::npos)
+      << truncated.status();
 }
 
 TEST(ModelSetupTest, Stories260KWithItsTokenizer) {
