@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "model/finite_check.h"
 #include "model/ops/kernels.h"
 #include "model/quant/ggml_blocks.h"
 #include "model/transformer_internal.h"
@@ -182,6 +183,12 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelWeig
     if (absl::Status s = c.Validate(); !s.ok()) return s;
     if (absl::Status s = weights.CheckComplete(c.name.empty() ? "model" : c.name); !s.ok()) return s;
     ApplyThreadCount(runtime.threads);
+    // No NaN or infinity in any weight; each tensor's pages go again after its scan, so
+    // that the whole file is never mapped in at once (packing maps each tensor again).
+    for (const auto& [name, t] : weights.tensors()) {
+      if (absl::Status s = CheckFinite(t); !s.ok()) return s;
+      weights.ReleasePages(t);
+    }
 
     auto impl = std::make_unique<TransformerImpl>();
     impl->config_ = c;
