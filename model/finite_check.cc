@@ -55,8 +55,12 @@ int64_t FirstBad(int64_t n, F&& bad) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) reduction(min : first) if (chunks > 1 && !omp_in_parallel())
   for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t end = std::min(n, (c + 1) * kChunk);
-    for (int64_t i = c * kChunk; i < end; ++i) {
+    const int64_t begin = c * kChunk, end = std::min(n, (c + 1) * kChunk);
+    // A branch-free pass over the chunk (vectorizes), then the search where it found one.
+    bool any = false;
+    for (int64_t i = begin; i < end; ++i) any |= bad(i);
+    if (!any) continue;
+    for (int64_t i = begin; i < end; ++i) {
       if (bad(i)) {
         first = std::min(first, i);
         break;
