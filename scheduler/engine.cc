@@ -86,24 +86,16 @@ uint64_t Engine::DrawSeed() {
 absl::Status Engine::ValidateRequest(const EngineRequest& r) const {
   if (absl::Status s = r.sampling.Validate(); !s.ok()) return s;
   if (absl::Status s = r.stop.Validate(vocab_size_); !s.ok()) return s;
-  if (r.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
   for (size_t i = 0; i < r.prompt.size(); ++i) {
     if (r.prompt[i] < 0 || r.prompt[i] >= vocab_size_) {
       return absl::InvalidArgumentError(absl::StrCat("prompt id ", r.prompt[i], " at position ", i,
                                                      " is outside the vocabulary (", vocab_size_, ")"));
     }
   }
-  const SchedulerConfig& sc = config_.scheduler;
-  const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.stop.max_tokens;
-  if (total > sc.max_context) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt (", r.prompt.size(), " tokens) + max_tokens (",
-                                                   r.stop.max_tokens, ") exceeds the model context (",
-                                                   sc.max_context, ")"));
-  }
-  const int64_t blocks = (total + sc.block_size - 1) / sc.block_size;
-  if (blocks > sc.num_blocks) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens (", total, " tokens) needs ", blocks,
-                                                   " KV blocks; the whole cache has ", sc.num_blocks));
+  // The scheduler's limits (empty prompt, context, KV blocks): its check, not a copy.
+  if (absl::Status s = scheduler_->admission().Check(static_cast<int64_t>(r.prompt.size()), r.stop.max_tokens);
+      !s.ok()) {
+    return s;
   }
   if (!r.stop.stop_strings.empty() && tokenizer_ == nullptr) {
     return absl::InvalidArgumentError("stop strings need a tokenizer; this engine has none");
@@ -132,13 +124,11 @@ absl::StatusOr<RequestHandle> Engine::Submit(EngineRequest request) {
     std::lock_guard<std::mutex> lock(inbox_->mu);
     if (inbox_->stop) return absl::UnavailableError("the engine is stopped");
     if (inbox_->draining) return absl::UnavailableError("the engine is draining: no new requests");
-    if (inbox_->unscheduled >= config_.scheduler.max_waiting) {
-      return absl::ResourceExhaustedError(absl::StrCat("too many requests waiting (", inbox_->unscheduled,
-                                                       "); try again later"));
-    }
+    // The scheduler's one waiting count (admission.h); the slot is given back by the
+    // scheduler when the request is first scheduled or ends before.
+    if (absl::Status s = scheduler_->admission().Reserve(); !s.ok()) return s;
     handle.id = inbox_->next_id++;
     seq->id = handle.id;
-    ++inbox_->unscheduled;
     ++inbox_->in_flight;
     inbox_->adds.push_back(Pending{std::move(seq), std::move(active)});
   }
@@ -233,17 +223,7 @@ void Engine::ApplyDrained(absl::Time now) {
     const absl::Time arrival = p.seq->times.arrival;
     next_deadline_ = std::min(next_deadline_, p.active->deadline);
     active_.emplace(id, std::move(p.active));
-    // Submit ran the same checks; a refusal here is a race we still answer with a final.
-    std::string request_id = p.seq->request_id;
-    if (absl::Status s = scheduler_->Add(std::move(p.seq), arrival); !s.ok()) {
-      auto refused = std::make_unique<Sequence>();  // Add consumed the sequence
-      refused->id = id;
-      refused->request_id = std::move(request_id);
-      refused->state = SequenceState::kFinishedError;
-      refused->times.arrival = arrival;
-      refused->times.finished = now;
-      FinishRequest(std::move(refused), s);
-    }
+    scheduler_->AddAdmitted(std::move(p.seq), arrival);  // Submit admitted it
   }
   drained_adds_.clear();
   for (const auto& [id, reason] : drained_aborts_) {
@@ -280,11 +260,14 @@ void Engine::Shutdown() {
     inbox_->aborts.clear();
   }
   for (Pending& p : drained_adds_) {
-    p.seq->state = SequenceState::kFinishedCancelled;
-    p.seq->times.finished = now;
+    // Through the scheduler, which ends it and gives back its waiting slot.
     const int64_t id = p.seq->id;
+    const absl::Time arrival = p.seq->times.arrival;
     active_.emplace(id, std::move(p.active));
-    FinishRequest(std::move(p.seq), absl::OkStatus());
+    scheduler_->AddAdmitted(std::move(p.seq), arrival);
+    if (std::unique_ptr<Sequence> seq = scheduler_->Finish(id, SequenceState::kFinishedCancelled, now)) {
+      FinishRequest(std::move(seq), absl::OkStatus());
+    }
   }
   drained_adds_.clear();
   for (const Sequence* s : scheduler_->Sequences()) {

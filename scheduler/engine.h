@@ -145,7 +145,9 @@ class Engine {
          EngineObserver* observer);
   void Loop();
 
-  // Thread-safe. Submit's checks that need no lock.
+  // Thread-safe. Submit's checks that need no lock: what only the engine knows (sampling
+  // and stop parameters, the vocabulary, the tokenizer) and the scheduler's own
+  // admission().Check; max_waiting is admission().Reserve under the inbox lock.
   absl::Status ValidateRequest(const EngineRequest& request) const;
   // Thread-safe. A fresh seed for a request without one.
   uint64_t DrawSeed();
@@ -168,7 +170,7 @@ class Engine {
   void TakeNewIds(const Sequence& seq, Active& active, SampledToken* sampled);
   // Flushes, pushes the last delta and the final, tells the observer, forgets the request.
   void FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& status);
-  // Publishes Stats() and the finished/scheduled counts to other threads.
+  // Publishes Stats() and the finished count to other threads.
   void Publish();
   // The configured clock.
   absl::Time Now() const { return config_.clock(); }
@@ -207,7 +209,6 @@ class Engine {
   bool stalled_ = false;           // held sequences but the last plan was empty
   int64_t steps_ = 0;
   int32_t finished_unpublished_ = 0;   // finals pushed since the last Publish()
-  int32_t scheduled_unpublished_ = 0;  // left the max_waiting count since the last Publish()
   std::thread thread_;
 };
 

@@ -67,8 +67,9 @@ void Engine::Emit(const SchedulePlan& plan, std::vector<std::unique_ptr<Sequence
     TakeNewIds(s, a, &sampled_[j++]);
     const bool matched = a.matcher.has_value() && a.matcher->matched();
     if (IsFinished(s.state)) {
-      // Stop strings come before length (StopConditions' order).
-      if (matched) s.state = SequenceState::kFinishedStopString;
+      // Only length can end a step that appended the matching id (EOS and stop ids are
+      // not appended); stop strings come before it.
+      if (matched) scheduler_->StopStringFound(s);
       continue;  // FinishRequest pushes the pending delta
     }
     if (matched) {
@@ -103,13 +104,13 @@ void Engine::FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& st
       a.pending.text += r.release;
       if (r.matched.has_value()) {
         a.stop_index = *r.matched;
-        if (seq->state == SequenceState::kFinishedLength) seq->state = SequenceState::kFinishedStopString;
+        scheduler_->StopStringFound(*seq);
       } else {
         a.pending.text += a.matcher->Flush();
         // Flush can confirm a match that waited on an earlier, longer candidate.
         if (const std::optional<size_t> m = a.matcher->matched_index(); m.has_value()) {
           a.stop_index = *m;
-          if (seq->state == SequenceState::kFinishedLength) seq->state = SequenceState::kFinishedStopString;
+          scheduler_->StopStringFound(*seq);
         }
       }
     }
@@ -141,7 +142,6 @@ void Engine::FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& st
                f.completion_tokens, absl::FormatDuration(f.time_to_first_token), absl::FormatDuration(f.total_time),
                f.status.ok() ? std::string() : absl::StrCat(", ", f.status.ToString()));
   a.channel->PushFinal(std::move(f));
-  if (a.counted_waiting) ++scheduled_unpublished_;
   ++finished_unpublished_;
   active_.erase(it);
 }
@@ -161,11 +161,9 @@ void Engine::Publish() {
     s.draining = inbox_->draining;
     inbox_->stats = s;
     inbox_->in_flight -= finished_unpublished_;
-    inbox_->unscheduled -= scheduled_unpublished_;
     idle = inbox_->in_flight == 0;
   }
   finished_unpublished_ = 0;
-  scheduled_unpublished_ = 0;
   if (idle) inbox_->idle.notify_all();
   if (observer_ != nullptr) observer_->OnStats(Stats());  // incl. requests still in the inbox
 }

@@ -44,7 +44,6 @@ struct Engine::Active {
   bool want_logprobs;
   size_t emitted = 0;               // generated ids already put into deltas
   absl::Time last_emitted = absl::InfinitePast();  // when the latest of them was sampled
-  bool counted_waiting = true;      // still counted against max_waiting
   size_t stop_index = 0;            // the matched stop string (matcher->matched())
   GenerationDelta pending;          // built during emit, pushed before the final
 };
@@ -66,7 +65,6 @@ struct Engine::Inbox {
   bool draining ABSL_GUARDED_BY(mu) = false;   // BeginDrain() called
   int64_t next_id ABSL_GUARDED_BY(mu) = 1;
   int64_t in_flight ABSL_GUARDED_BY(mu) = 0;   // submitted, final not yet published
-  int32_t unscheduled ABSL_GUARDED_BY(mu) = 0; // in the inbox or never scheduled (max_waiting)
   EngineStats stats ABSL_GUARDED_BY(mu);        // as of the last Publish()
 };
 

@@ -59,12 +59,7 @@ void Engine::RunStep() {
                    static_cast<long long>(w.seq->id));
       std::abort();
     }
-    Active* a = it->second.get();
-    if (a->counted_waiting) {
-      a->counted_waiting = false;
-      ++scheduled_unpublished_;
-    }
-    work_active_.push_back(a);
+    work_active_.push_back(it->second.get());
   }
 
   const absl::Status fwd = Forward(plan);
