@@ -1,5 +1,6 @@
 // Engine: creation, the thread-safe front (Submit, Abort, drain, Stop, Stats), the
-// inbox and the loop. The step itself is in engine_step.cc, emission in engine_emit.cc.
+// inbox, the loop and what it publishes. The step itself is in engine_step.cc, the
+// output side in output_processor.cc.
 #include "scheduler/engine.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/engine_internal.h"
+#include "scheduler/output_processor.h"
 
 namespace llmserve {
 
@@ -57,7 +59,8 @@ Engine::Engine(const EngineConfig& config, std::unique_ptr<EngineModel> model, c
       observer_(observer),
       vocab_size_(model_->vocab_size()),
       inbox_(std::make_unique<Inbox>()),
-      scheduler_(std::make_unique<Scheduler>(config_.scheduler)) {
+      scheduler_(std::make_unique<Scheduler>(config_.scheduler)),
+      outputs_(std::make_unique<OutputProcessor>(*scheduler_, tokenizer_, observer_)) {
   std::random_device rd;
   seed_state_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   std::lock_guard<std::mutex> lock(inbox_->mu);
@@ -116,10 +119,8 @@ absl::StatusOr<RequestHandle> Engine::Submit(EngineRequest request) {
   seq->times.arrival = arrival;
   RequestHandle handle;
   handle.channel = std::make_shared<RequestChannel>(config_.channel_capacity);
-  auto active = std::make_unique<Active>(seq->sampling, seed, tokenizer_, seq->stop.stop_strings, handle.channel,
-                                         request.deadline);
-  // Text deltas continue the prompt's text (keeping, e.g., SentencePiece's leading space).
-  if (active->decoder.has_value()) active->decoder->Prime(seq->prompt);
+  auto active = std::make_unique<Active>(seq->sampling, seed, request.deadline);
+  std::unique_ptr<OutputProcessor::Request> output = outputs_->NewRequest(*seq, handle.channel);
   {
     std::lock_guard<std::mutex> lock(inbox_->mu);
     if (inbox_->stop) return absl::UnavailableError("the engine is stopped");
@@ -130,7 +131,7 @@ absl::StatusOr<RequestHandle> Engine::Submit(EngineRequest request) {
     handle.id = inbox_->next_id++;
     seq->id = handle.id;
     ++inbox_->in_flight;
-    inbox_->adds.push_back(Pending{std::move(seq), std::move(active)});
+    inbox_->adds.push_back(Pending{std::move(seq), std::move(active), std::move(output)});
   }
   inbox_->wake.notify_one();
   return handle;
@@ -223,6 +224,7 @@ void Engine::ApplyDrained(absl::Time now) {
     const absl::Time arrival = p.seq->times.arrival;
     next_deadline_ = std::min(next_deadline_, p.active->deadline);
     active_.emplace(id, std::move(p.active));
+    outputs_->Add(id, std::move(p.output));
     scheduler_->AddAdmitted(std::move(p.seq), arrival);  // Submit admitted it
   }
   drained_adds_.clear();
@@ -264,6 +266,7 @@ void Engine::Shutdown() {
     const int64_t id = p.seq->id;
     const absl::Time arrival = p.seq->times.arrival;
     active_.emplace(id, std::move(p.active));
+    outputs_->Add(id, std::move(p.output));
     scheduler_->AddAdmitted(std::move(p.seq), arrival);
     if (std::unique_ptr<Sequence> seq = scheduler_->Finish(id, SequenceState::kFinishedCancelled, now)) {
       FinishRequest(std::move(seq), absl::OkStatus());
@@ -276,6 +279,33 @@ void Engine::Shutdown() {
     }
   }
   Publish();
+}
+
+void Engine::FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& status) {
+  active_.erase(seq->id);
+  outputs_->Finish(std::move(seq), status);
+}
+
+void Engine::Publish() {
+  EngineStats s;
+  s.running = scheduler_->num_running();
+  s.waiting = scheduler_->num_waiting();
+  s.blocks_total = scheduler_->blocks().num_total();
+  s.blocks_used = scheduler_->blocks().num_used();
+  s.block_size = config_.scheduler.block_size;
+  s.preemptions = scheduler_->num_preemptions();
+  s.steps = steps_;
+  const int32_t finished = outputs_->TakeNumFinished();
+  bool idle = false;
+  {
+    std::lock_guard<std::mutex> lock(inbox_->mu);
+    s.draining = inbox_->draining;
+    inbox_->stats = s;
+    inbox_->in_flight -= finished;
+    idle = inbox_->in_flight == 0;
+  }
+  if (idle) inbox_->idle.notify_all();
+  if (observer_ != nullptr) observer_->OnStats(Stats());  // incl. requests still in the inbox
 }
 
 }  // namespace llmserve
