@@ -200,7 +200,7 @@ class Engine {
 
   // Engine thread only. Buffers are cleared, not freed, between steps (no per-step
   // allocation in steady state).
-  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Scheduler> scheduler_;         // its admission() is read by Submit too
   std::unique_ptr<OutputProcessor> outputs_;     // NewRequest is called from Submit too
   absl::flat_hash_map<int64_t, std::unique_ptr<Active>> active_;
   std::vector<Pending> drained_adds_;
