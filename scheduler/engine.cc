@@ -1,5 +1,6 @@
 // Engine: creation, the thread-safe front (Submit, Abort, drain, Stop, Stats), the
-// inbox and the loop. The step itself is in engine_step.cc, emission in engine_emit.cc.
+// inbox, the loop and what it publishes. The step itself is in engine_step.cc, the
+// output side in output_processor.cc.
 #include "scheduler/engine.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/engine_internal.h"
+#include "scheduler/output_processor.h"
 
 namespace llmserve {
 
@@ -57,7 +59,8 @@ Engine::Engine(const EngineConfig& config, std::unique_ptr<EngineModel> model, c
       observer_(observer),
       vocab_size_(model_->vocab_size()),
       inbox_(std::make_unique<Inbox>()),
-      scheduler_(std::make_unique<Scheduler>(config_.scheduler)) {
+      scheduler_(std::make_unique<Scheduler>(config_.scheduler)),
+      outputs_(std::make_unique<OutputProcessor>(*scheduler_, tokenizer_, observer_)) {
   std::random_device rd;
   seed_state_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   std::lock_guard<std::mutex> lock(inbox_->mu);
@@ -86,24 +89,16 @@ uint64_t Engine::DrawSeed() {
 absl::Status Engine::ValidateRequest(const EngineRequest& r) const {
   if (absl::Status s = r.sampling.Validate(); !s.ok()) return s;
   if (absl::Status s = r.stop.Validate(vocab_size_); !s.ok()) return s;
-  if (r.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
   for (size_t i = 0; i < r.prompt.size(); ++i) {
     if (r.prompt[i] < 0 || r.prompt[i] >= vocab_size_) {
       return absl::InvalidArgumentError(absl::StrCat("prompt id ", r.prompt[i], " at position ", i,
                                                      " is outside the vocabulary (", vocab_size_, ")"));
     }
   }
-  const SchedulerConfig& sc = config_.scheduler;
-  const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.stop.max_tokens;
-  if (total > sc.max_context) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt (", r.prompt.size(), " tokens) + max_tokens (",
-                                                   r.stop.max_tokens, ") exceeds the model context (",
-                                                   sc.max_context, ")"));
-  }
-  const int64_t blocks = (total + sc.block_size - 1) / sc.block_size;
-  if (blocks > sc.num_blocks) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens (", total, " tokens) needs ", blocks,
-                                                   " KV blocks; the whole cache has ", sc.num_blocks));
+  // The scheduler's limits (empty prompt, context, KV blocks): its check, not a copy.
+  if (absl::Status s = scheduler_->admission().Check(static_cast<int64_t>(r.prompt.size()), r.stop.max_tokens);
+      !s.ok()) {
+    return s;
   }
   if (!r.stop.stop_strings.empty() && tokenizer_ == nullptr) {
     return absl::InvalidArgumentError("stop strings need a tokenizer; this engine has none");
@@ -124,23 +119,19 @@ absl::StatusOr<RequestHandle> Engine::Submit(EngineRequest request) {
   seq->times.arrival = arrival;
   RequestHandle handle;
   handle.channel = std::make_shared<RequestChannel>(config_.channel_capacity);
-  auto active = std::make_unique<Active>(seq->sampling, seed, tokenizer_, seq->stop.stop_strings, handle.channel,
-                                         request.deadline);
-  // Text deltas continue the prompt's text (keeping, e.g., SentencePiece's leading space).
-  if (active->decoder.has_value()) active->decoder->Prime(seq->prompt);
+  auto active = std::make_unique<Active>(seq->sampling, seed, request.deadline);
+  std::unique_ptr<OutputProcessor::Request> output = outputs_->NewRequest(*seq, handle.channel);
   {
     std::lock_guard<std::mutex> lock(inbox_->mu);
     if (inbox_->stop) return absl::UnavailableError("the engine is stopped");
     if (inbox_->draining) return absl::UnavailableError("the engine is draining: no new requests");
-    if (inbox_->unscheduled >= config_.scheduler.max_waiting) {
-      return absl::ResourceExhaustedError(absl::StrCat("too many requests waiting (", inbox_->unscheduled,
-                                                       "); try again later"));
-    }
+    // The scheduler's one waiting count (admission.h); the slot is given back by the
+    // scheduler when the request is first scheduled or ends before.
+    if (absl::Status s = scheduler_->admission().Reserve(); !s.ok()) return s;
     handle.id = inbox_->next_id++;
     seq->id = handle.id;
-    ++inbox_->unscheduled;
     ++inbox_->in_flight;
-    inbox_->adds.push_back(Pending{std::move(seq), std::move(active)});
+    inbox_->adds.push_back(Pending{std::move(seq), std::move(active), std::move(output)});
   }
   inbox_->wake.notify_one();
   return handle;
@@ -233,17 +224,8 @@ void Engine::ApplyDrained(absl::Time now) {
     const absl::Time arrival = p.seq->times.arrival;
     next_deadline_ = std::min(next_deadline_, p.active->deadline);
     active_.emplace(id, std::move(p.active));
-    // Submit ran the same checks; a refusal here is a race we still answer with a final.
-    std::string request_id = p.seq->request_id;
-    if (absl::Status s = scheduler_->Add(std::move(p.seq), arrival); !s.ok()) {
-      auto refused = std::make_unique<Sequence>();  // Add consumed the sequence
-      refused->id = id;
-      refused->request_id = std::move(request_id);
-      refused->state = SequenceState::kFinishedError;
-      refused->times.arrival = arrival;
-      refused->times.finished = now;
-      FinishRequest(std::move(refused), s);
-    }
+    outputs_->Add(id, std::move(p.output));
+    scheduler_->AddAdmitted(std::move(p.seq), arrival);  // Submit admitted it
   }
   drained_adds_.clear();
   for (const auto& [id, reason] : drained_aborts_) {
@@ -280,11 +262,15 @@ void Engine::Shutdown() {
     inbox_->aborts.clear();
   }
   for (Pending& p : drained_adds_) {
-    p.seq->state = SequenceState::kFinishedCancelled;
-    p.seq->times.finished = now;
+    // Through the scheduler, which ends it and gives back its waiting slot.
     const int64_t id = p.seq->id;
+    const absl::Time arrival = p.seq->times.arrival;
     active_.emplace(id, std::move(p.active));
-    FinishRequest(std::move(p.seq), absl::OkStatus());
+    outputs_->Add(id, std::move(p.output));
+    scheduler_->AddAdmitted(std::move(p.seq), arrival);
+    if (std::unique_ptr<Sequence> seq = scheduler_->Finish(id, SequenceState::kFinishedCancelled, now)) {
+      FinishRequest(std::move(seq), absl::OkStatus());
+    }
   }
   drained_adds_.clear();
   for (const Sequence* s : scheduler_->Sequences()) {
@@ -293,6 +279,33 @@ void Engine::Shutdown() {
     }
   }
   Publish();
+}
+
+void Engine::FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& status) {
+  active_.erase(seq->id);
+  outputs_->Finish(std::move(seq), status);
+}
+
+void Engine::Publish() {
+  EngineStats s;
+  s.running = scheduler_->num_running();
+  s.waiting = scheduler_->num_waiting();
+  s.blocks_total = scheduler_->blocks().num_total();
+  s.blocks_used = scheduler_->blocks().num_used();
+  s.block_size = config_.scheduler.block_size;
+  s.preemptions = scheduler_->num_preemptions();
+  s.steps = steps_;
+  const int32_t finished = outputs_->TakeNumFinished();
+  bool idle = false;
+  {
+    std::lock_guard<std::mutex> lock(inbox_->mu);
+    s.draining = inbox_->draining;
+    inbox_->stats = s;
+    inbox_->in_flight -= finished;
+    idle = inbox_->in_flight == 0;
+  }
+  if (idle) inbox_->idle.notify_all();
+  if (observer_ != nullptr) observer_->OnStats(Stats());  // incl. requests still in the inbox
 }
 
 }  // namespace llmserve

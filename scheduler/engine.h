@@ -7,7 +7,9 @@
 //     logits  = model.Forward(batch built from plan)           # one ragged batch
 //     ids     = per-request RequestSampler on each sampling row
 //     done    = scheduler.Update(plan, ids)
-//     emit    : detokenize, match stop strings, push deltas / finals to the channels
+//     emit    : OutputProcessor (output_processor.h): detokenize, match stop strings,
+//               push deltas / finals to the channels; stop-string ends go back through
+//               scheduler.Finish (the scheduler alone writes finish states)
 //
 // Every submitted request gets exactly one final event. A failed Forward fails that step's
 // requests (kFinishedError, INTERNAL with the reason), frees their blocks, and the engine
@@ -100,6 +102,8 @@ class EngineObserver {
   virtual void OnStats(const EngineStats& /*stats*/) {}
 };
 
+class OutputProcessor;
+
 class Engine {
  public:
   // `tokenizer` (may be null: deltas then carry no text and stop strings are refused)
@@ -137,7 +141,7 @@ class Engine {
   const EngineModel& model() const { return *model_; }
 
  private:
-  struct Active;   // per-request engine state (sampler, decoder, stop matcher, channel)
+  struct Active;   // per-request step state (sampler, deadline)
   struct Inbox;    // messages from other threads
   struct Pending;  // a submitted request on its way to the engine thread
 
@@ -145,7 +149,9 @@ class Engine {
          EngineObserver* observer);
   void Loop();
 
-  // Thread-safe. Submit's checks that need no lock.
+  // Thread-safe. Submit's checks that need no lock: what only the engine knows (sampling
+  // and stop parameters, the vocabulary, the tokenizer) and the scheduler's own
+  // admission().Check; max_waiting is admission().Reserve under the inbox lock.
   absl::Status ValidateRequest(const EngineRequest& request) const;
   // Thread-safe. A fresh seed for a request without one.
   uint64_t DrawSeed();
@@ -162,13 +168,16 @@ class Engine {
   void RunStep();
   // Fills the batch members from `plan` and runs the model into logits_.
   absl::Status Forward(const SchedulePlan& plan);
-  // After Update: deltas for new ids, stop strings, finals (engine_emit.cc).
-  void Emit(const SchedulePlan& plan, std::vector<std::unique_ptr<Sequence>>& finished, absl::Time now);
-  // Appends seq's not yet emitted ids (and their text) to active.pending.
-  void TakeNewIds(const Sequence& seq, Active& active, SampledToken* sampled);
-  // Flushes, pushes the last delta and the final, tells the observer, forgets the request.
+  // Samples every sampling item of `plan` from logits_ into sampled_ / sampled_ids_.
+  void Sample(const SchedulePlan& plan);
+  // After Update: the output processor's deltas; ends stop-string matches through the
+  // scheduler, then every finished request.
+  void Emit(const SchedulePlan& plan, std::vector<std::unique_ptr<Sequence>> finished, absl::Time now);
+  // A failed Forward: the step's requests end with kFinishedError and `error`.
+  void FailStep(const SchedulePlan& plan, const absl::Status& error, absl::Time now);
+  // Forgets a request the scheduler finished; the output processor pushes its final.
   void FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& status);
-  // Publishes Stats() and the finished/scheduled counts to other threads.
+  // Publishes Stats() and the finished count to other threads.
   void Publish();
   // The configured clock.
   absl::Time Now() const { return config_.clock(); }
@@ -191,11 +200,11 @@ class Engine {
 
   // Engine thread only. Buffers are cleared, not freed, between steps (no per-step
   // allocation in steady state).
-  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Scheduler> scheduler_;         // its admission() is read by Submit too
+  std::unique_ptr<OutputProcessor> outputs_;     // NewRequest is called from Submit too
   absl::flat_hash_map<int64_t, std::unique_ptr<Active>> active_;
   std::vector<Pending> drained_adds_;
   std::vector<std::pair<int64_t, SequenceState>> drained_aborts_;
-  std::vector<Active*> work_active_;             // per plan item
   std::vector<int32_t> tokens_;                  // batch rows
   std::vector<ForwardBatch::Seq> batch_seqs_;
   std::vector<int32_t> logit_rows_;
@@ -206,8 +215,6 @@ class Engine {
   absl::Time next_deadline_ = absl::InfiniteFuture();  // lower bound of held deadlines
   bool stalled_ = false;           // held sequences but the last plan was empty
   int64_t steps_ = 0;
-  int32_t finished_unpublished_ = 0;   // finals pushed since the last Publish()
-  int32_t scheduled_unpublished_ = 0;  // left the max_waiting count since the last Publish()
   std::thread thread_;
 };
 

@@ -1,7 +1,7 @@
-// Engine internals shared by engine.cc (threads, inbox), engine_step.cc (schedule,
-// forward, sample) and engine_emit.cc (detokenize, stop strings, deltas, finals).
+// Engine internals shared by engine.cc (threads, inbox) and engine_step.cc (schedule,
+// forward, sample, update); the output side is OutputProcessor (output_processor.h).
 //
-//   Submit ──(caller thread: validate, build Sequence + Active)──▶ Inbox.adds ─┐
+//   Submit ──(caller thread: validate, build Sequence, Active, output state)─▶ Inbox.adds ─┐
 //   Abort  ───────────────────────────────────────────────────▶ Inbox.aborts ─┤ one mutex
 //   Stats / WaitIdle ◀── Inbox.stats, Inbox.in_flight ◀── Publish() per step ─┘
 //   engine thread: waits on Inbox.wake only when it holds no sequence.
@@ -11,48 +11,33 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "model/sampler.h"
-#include "model/stop_matcher.h"
-#include "model/tokenizer/incremental_decoder.h"
 #include "scheduler/engine.h"
+#include "scheduler/output_processor.h"
 
 namespace llmserve {
 
-// One request's engine-side state. Built by Submit on the caller's thread, owned by the
-// engine thread from the moment it is drained from the inbox.
+// One request's step-core state (its output side is OutputProcessor::Request). Built by
+// Submit on the caller's thread, owned by the engine thread from the moment it is drained
+// from the inbox.
 struct Engine::Active {
-  Active(const SamplingParams& params, uint64_t seed_in, const Tokenizer* tokenizer,
-         const std::vector<std::string>& stops, std::shared_ptr<RequestChannel> ch, absl::Time deadline_in)
-      : channel(std::move(ch)), sampler(params, seed_in), seed(seed_in), deadline(deadline_in),
-        want_logprobs(params.want_logprobs) {
-    if (tokenizer != nullptr) decoder.emplace(*tokenizer);
-    if (!stops.empty()) matcher.emplace(stops);
-  }
+  Active(const SamplingParams& params, uint64_t seed, absl::Time deadline_in)
+      : sampler(params, seed), deadline(deadline_in) {}
 
-  std::shared_ptr<RequestChannel> channel;
   RequestSampler sampler;
-  std::optional<IncrementalDecoder> decoder;   // with a tokenizer
-  std::optional<StopStringMatcher> matcher;    // with stop strings
-  uint64_t seed;
   absl::Time deadline;
-  bool want_logprobs;
-  size_t emitted = 0;               // generated ids already put into deltas
-  absl::Time last_emitted = absl::InfinitePast();  // when the latest of them was sampled
-  bool counted_waiting = true;      // still counted against max_waiting
-  size_t stop_index = 0;            // the matched stop string (matcher->matched())
-  GenerationDelta pending;          // built during emit, pushed before the final
 };
 
 // A submitted request on its way to the engine thread.
 struct Engine::Pending {
   std::unique_ptr<Sequence> seq;
   std::unique_ptr<Active> active;
+  std::unique_ptr<OutputProcessor::Request> output;
 };
 
 // Messages from other threads, and what the engine publishes back. One mutex.
@@ -66,7 +51,6 @@ struct Engine::Inbox {
   bool draining ABSL_GUARDED_BY(mu) = false;   // BeginDrain() called
   int64_t next_id ABSL_GUARDED_BY(mu) = 1;
   int64_t in_flight ABSL_GUARDED_BY(mu) = 0;   // submitted, final not yet published
-  int32_t unscheduled ABSL_GUARDED_BY(mu) = 0; // in the inbox or never scheduled (max_waiting)
   EngineStats stats ABSL_GUARDED_BY(mu);        // as of the last Publish()
 };
 

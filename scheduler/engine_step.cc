@@ -1,4 +1,5 @@
-// Engine: one step — schedule, build the ragged batch, forward, sample, update, emit.
+// Engine: one step — schedule, build the ragged batch, forward, sample, update, then hand
+// the results to the output processor (emit).
 //
 //   plan.work:   [ decode a ][ decode b ][ prefill c: 5 tokens ][ prefill d: 3 ]
 //   rows:          0           1           2 3 4 5 6              7 8 9
@@ -50,51 +51,15 @@ void Engine::RunStep() {
   }
   stalled_ = false;
   ++steps_;
-
-  work_active_.clear();
-  for (const ScheduledWork& w : plan.work) {
-    auto it = active_.find(w.seq->id);
-    if (it == active_.end()) {
-      std::fprintf(stderr, "llmserve engine bug: scheduled sequence %lld has no request state\n",
-                   static_cast<long long>(w.seq->id));
-      std::abort();
-    }
-    Active* a = it->second.get();
-    if (a->counted_waiting) {
-      a->counted_waiting = false;
-      ++scheduled_unpublished_;
-    }
-    work_active_.push_back(a);
-  }
-
   const absl::Status fwd = Forward(plan);
   const absl::Time t2 = Now();
   absl::Time t3 = t2;
   if (!fwd.ok()) {
-    // The step's requests fail; their blocks go back; the engine carries on.
-    const absl::Status err = absl::InternalError(absl::StrCat("forward pass failed: ", fwd.message()));
-    for (const ScheduledWork& w : plan.work) {
-      if (std::unique_ptr<Sequence> seq = scheduler_->Finish(w.seq->id, SequenceState::kFinishedError, t2)) {
-        FinishRequest(std::move(seq), err);
-      }
-    }
+    FailStep(plan, fwd, t2);
   } else {
-    sampled_ids_.clear();
-    sampled_.clear();
-    size_t row = 0;
-    for (size_t k = 0; k < plan.work.size(); ++k) {
-      const ScheduledWork& w = plan.work[k];
-      if (!w.sample) continue;
-      const Sequence& s = *w.seq;
-      std::span<float> logits(logits_.data() + row * static_cast<size_t>(vocab_size_),
-                              static_cast<size_t>(vocab_size_));
-      ++row;
-      sampled_.push_back(work_active_[k]->sampler.Sample(logits, s.prompt, s.generated));
-      sampled_ids_.push_back(sampled_.back().id);
-    }
+    Sample(plan);
     t3 = Now();
-    std::vector<std::unique_ptr<Sequence>> finished = scheduler_->Update(plan, sampled_ids_, t3);
-    Emit(plan, finished, t3);
+    Emit(plan, scheduler_->Update(plan, sampled_ids_, t3), t3);
   }
   const absl::Time t4 = Now();
   Publish();
@@ -109,6 +74,47 @@ void Engine::RunStep() {
     r.emit = t4 - t3;
     r.stats = Stats();
     observer_->OnStep(r);
+  }
+}
+
+void Engine::Sample(const SchedulePlan& plan) {
+  sampled_ids_.clear();
+  sampled_.clear();
+  size_t row = 0;
+  for (const ScheduledWork& w : plan.work) {
+    if (!w.sample) continue;
+    const Sequence& s = *w.seq;
+    auto it = active_.find(s.id);
+    if (it == active_.end()) {
+      std::fprintf(stderr, "llmserve engine bug: scheduled sequence %lld has no request state\n",
+                   static_cast<long long>(s.id));
+      std::abort();
+    }
+    std::span<float> logits(logits_.data() + row * static_cast<size_t>(vocab_size_), static_cast<size_t>(vocab_size_));
+    ++row;
+    sampled_.push_back(it->second->sampler.Sample(logits, s.prompt, s.generated));
+    sampled_ids_.push_back(sampled_.back().id);
+  }
+}
+
+void Engine::Emit(const SchedulePlan& plan, std::vector<std::unique_ptr<Sequence>> finished, absl::Time now) {
+  scratch_ids_.clear();  // running sequences whose text reached a stop string
+  outputs_->Emit(plan, sampled_, scratch_ids_);
+  for (int64_t id : scratch_ids_) {
+    if (std::unique_ptr<Sequence> seq = scheduler_->Finish(id, SequenceState::kFinishedStopString, now)) {
+      finished.push_back(std::move(seq));
+    }
+  }
+  for (std::unique_ptr<Sequence>& seq : finished) FinishRequest(std::move(seq), absl::OkStatus());
+}
+
+void Engine::FailStep(const SchedulePlan& plan, const absl::Status& error, absl::Time now) {
+  // The step's requests fail; their blocks go back; the engine carries on.
+  const absl::Status err = absl::InternalError(absl::StrCat("forward pass failed: ", error.message()));
+  for (const ScheduledWork& w : plan.work) {
+    if (std::unique_ptr<Sequence> seq = scheduler_->Finish(w.seq->id, SequenceState::kFinishedError, now)) {
+      FinishRequest(std::move(seq), err);
+    }
   }
 }
 

@@ -104,39 +104,32 @@ void SchedulerConfig::set_prefill_policy(const PrefillPolicyConfig& p) {
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config)
-    : config_(config), policy_(MakePrefillPolicy(config.prefill_policy())), pool_(config.num_blocks) {}
+    : config_(config),
+      policy_(MakePrefillPolicy(config.prefill_policy())),
+      pool_(config.num_blocks),
+      admission_(config) {}
 
 absl::Status Scheduler::Add(std::unique_ptr<Sequence> seq, absl::Time now) {
   if (seq == nullptr) return absl::InvalidArgumentError("null sequence");
-  if (seq->prompt.empty()) return absl::InvalidArgumentError("empty prompt");
   if (!seq->generated.empty() || !seq->block_table.empty()) {
     return absl::InvalidArgumentError("a new sequence must have no generated ids and no blocks");
   }
-  if (seq->stop.max_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("max_tokens must be >= 1, got ", seq->stop.max_tokens));
+  if (absl::Status s = admission_.Admit(static_cast<int64_t>(seq->prompt.size()), seq->stop.max_tokens); !s.ok()) {
+    return s;
   }
-  const int64_t prompt = static_cast<int64_t>(seq->prompt.size());
-  const int64_t total = prompt + seq->stop.max_tokens;
-  if (total > config_.max_context) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt (", prompt, " tokens) + max_tokens (", seq->stop.max_tokens,
-                                                   ") exceeds the model context (", config_.max_context, ")"));
-  }
-  const int64_t blocks = (total + config_.block_size - 1) / config_.block_size;
-  if (blocks > config_.num_blocks) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens (", total, " tokens) needs ", blocks,
-                                                   " KV blocks; the whole cache has ", config_.num_blocks));
-  }
-  if (num_never_scheduled_ >= config_.max_waiting) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("too many requests waiting (", num_never_scheduled_, "); try again later"));
+  AddAdmitted(std::move(seq), now);
+  return absl::OkStatus();
+}
+
+void Scheduler::AddAdmitted(std::unique_ptr<Sequence> seq, absl::Time now) {
+  if (seq == nullptr || seq->prompt.empty() || !seq->generated.empty() || !seq->block_table.empty()) {
+    SchedulerBug("AddAdmitted: not a new, admitted sequence");
   }
   seq->state = SequenceState::kWaiting;
   seq->num_computed = 0;
   seq->times = SequenceTimes{};
   seq->times.arrival = now;
   waiting_.push_back(std::move(seq));
-  ++num_never_scheduled_;
-  return absl::OkStatus();
 }
 
 std::vector<std::unique_ptr<Sequence>> Scheduler::Update(const SchedulePlan& plan, std::span<const int32_t> sampled,
@@ -182,7 +175,7 @@ std::unique_ptr<Sequence> Scheduler::Finish(int64_t seq_id, SequenceState state,
   if (w != waiting_.end()) {
     seq = std::move(*w);
     waiting_.erase(w);
-    if (seq->state == SequenceState::kWaiting) --num_never_scheduled_;
+    if (seq->state == SequenceState::kWaiting) admission_.Release();
   } else {
     auto r = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p->id == seq_id; });
     if (r == running_.end()) return nullptr;
@@ -193,6 +186,10 @@ std::unique_ptr<Sequence> Scheduler::Finish(int64_t seq_id, SequenceState state,
   seq->state = state;
   seq->times.finished = now;
   return seq;
+}
+
+void Scheduler::StopStringFound(Sequence& seq) const {
+  if (seq.state == SequenceState::kFinishedLength) seq.state = SequenceState::kFinishedStopString;
 }
 
 std::vector<const Sequence*> Scheduler::Sequences() const {

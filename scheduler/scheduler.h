@@ -40,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "scheduler/admission.h"
 #include "scheduler/block_pool.h"
 #include "scheduler/prefill_policy.h"
 #include "scheduler/sequence.h"
@@ -114,10 +115,17 @@ class Scheduler {
   // `config` must be valid.
   explicit Scheduler(const SchedulerConfig& config);
 
-  // Checks a new sequence (INVALID_ARGUMENT: empty prompt, prompt + max_tokens beyond
-  // max_context, or more blocks than the whole pool; RESOURCE_EXHAUSTED: max_waiting
-  // never-scheduled sequences already queued) and appends it to the waiting queue.
+  // Admits a new sequence through admission() (INVALID_ARGUMENT: empty prompt,
+  // prompt + max_tokens beyond max_context, or more blocks than the whole pool;
+  // RESOURCE_EXHAUSTED: max_waiting requests already wait) and appends it to the
+  // waiting queue.
   absl::Status Add(std::unique_ptr<Sequence> seq, absl::Time now);
+  // Appends a new sequence that already passed admission().Check and holds a slot from
+  // admission().Reserve (the engine admits on the caller's thread); the slot is given
+  // back when the sequence is first scheduled or ends before.
+  void AddAdmitted(std::unique_ptr<Sequence> seq, absl::Time now);
+  // Thread-safe. The door: admission limits and the waiting count (admission.h).
+  Admission& admission() { return admission_; }
 
   // Plans the next step (may preempt; may be empty when nothing can run).
   SchedulePlan Schedule(absl::Time now);
@@ -132,6 +140,12 @@ class Scheduler {
   // (stop string, cancel, deadline, error): releases its blocks and returns it;
   // nullptr if no such sequence is held.
   std::unique_ptr<Sequence> Finish(int64_t seq_id, SequenceState state, absl::Time now);
+
+  // A sequence this scheduler ended by length (Update) whose output text, once
+  // detokenized, holds a stop string: it ends by the stop string instead (stop strings
+  // come before length, StopConditions' order). Other states are kept. The engine learns
+  // of the match only after Update; the state is still the scheduler's to write.
+  void StopStringFound(Sequence& seq) const;
 
   // Every sequence held (waiting first, then running); for deadline sweeps and shutdown.
   std::vector<const Sequence*> Sequences() const;
@@ -165,7 +179,8 @@ class Scheduler {
   int64_t num_preemptions_ = 0;
   int32_t decode_stall_ = 0;                       // prefill-only steps in a row while
                                                    // sequences waited to decode
-  int32_t num_never_scheduled_ = 0;                // waiting, state kWaiting
+  Admission admission_;                            // one slot per kWaiting sequence
+                                                   // (and per admitted one not yet added)
 };
 
 }  // namespace llmserve

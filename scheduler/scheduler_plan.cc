@@ -144,7 +144,7 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const Prefi
     const int32_t need = BlocksNeeded(s, n, bs);
     if (need > pool_.num_free()) break;
     MustAllocate(pool_, need, s.block_table);
-    if (s.state == SequenceState::kWaiting) --num_never_scheduled_;
+    if (s.state == SequenceState::kWaiting) admission_.Release();
     s.state = SequenceState::kRunning;
     s.admit_order = next_admit_order_++;
     if (s.times.first_scheduled == absl::InfinitePast()) s.times.first_scheduled = now;

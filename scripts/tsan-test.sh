@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir="${BUILD_DIR:-build-tsan}"
-tests=(block_pool_test scheduler_test scheduler_finish_test scheduler_preemption_test scheduler_random_test
+tests=(block_pool_test admission_test scheduler_test scheduler_finish_test scheduler_preemption_test scheduler_random_test
        request_channel_test engine_test engine_lifecycle_test engine_stress_test engine_policy_test
        stream_pump_test)
 
