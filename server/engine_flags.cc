@@ -46,7 +46,7 @@ ABSL_FLAG(int32_t, max_decode_stall, llmserve::EngineSpec{}.max_decode_stall,
 ABSL_FLAG(std::string, piggyback, llmserve::PiggybackName(llmserve::EngineSpec{}.piggyback),
           "mixed policy: fill decode steps with prompt tokens up to --mixed-step-tokens rows (on), never (off), "
           "or where the extra rows are nearly free (auto: decode steps bound by the weight stream; measured at "
-          "start-up, then kept current from the engine's own step times)");
+          "start-up once, resolved to a fixed policy and logged)");
 ABSL_FLAG(int32_t, prefill_spread_steps, llmserve::EngineSpec{}.prefill_spread_steps,
           "piggybacking: only while the pending prompt tokens fit in this many filled decode steps, else "
           "prefill in bulk (0 = piggybacking off)");
