@@ -128,14 +128,14 @@ int main(int argc, char** argv) {
   spec.max_batched_tokens = std::max(spec.max_batched_tokens, spec.max_running);
   if (absl::Status s = spec.Validate(); !s.ok()) return Fail(std::string(s.message()));
 
-  auto weights = llmserve::LoadModel(path);
-  if (!weights.ok()) return Fail(std::string(weights.status().message()));
-  const llmserve::ModelConfig cfg = (*weights)->config;
+  // The server's loading and assembly (its tokenizer gives the same end-of-generation ids).
+  auto loaded = llmserve::LoadModelFiles(spec);
+  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+  const llmserve::ModelConfig cfg = loaded->weights->config;
   StepStats stats;
-  // No tokenizer: EOS is the model config's (ignored: requests ignore EOS), no text.
-  auto built = llmserve::BuildEngine(spec, **weights, nullptr, &stats);
+  auto built = llmserve::BuildEngine(spec, *loaded->weights, *loaded->tokenizer, &stats);
   if (!built.ok()) return Fail(std::string(built.status().message()));
-  weights->reset();
+  loaded->weights.reset();
   std::unique_ptr<llmserve::Engine>& engine = built->engine;
   const int input_len = absl::GetFlag(FLAGS_input_len), output_len = absl::GetFlag(FLAGS_output_len);
   engine->Start();

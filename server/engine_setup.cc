@@ -114,7 +114,7 @@ std::string DescribeEngineConfig(const EngineConfig& ec) {
 }
 
 absl::StatusOr<BuiltEngine> BuildEngine(const EngineSpec& spec, const ModelWeights& weights,
-                                        const Tokenizer* tokenizer, EngineObserver* observer) {
+                                        const Tokenizer& tokenizer, EngineObserver* observer) {
   const ModelConfig& model_config = weights.config;
   const RuntimeConfig runtime = RuntimeConfigFor(spec);
   if (absl::Status s = runtime.Validate(); !s.ok()) return s;
@@ -134,13 +134,10 @@ absl::StatusOr<BuiltEngine> BuildEngine(const EngineSpec& spec, const ModelWeigh
   out.num_blocks = *num_blocks;
   out.kv_bytes_per_block = kv.BytesPerBlock();
 
-  std::vector<int32_t> eos_ids;
-  if (tokenizer != nullptr) eos_ids = EndOfGenerationIds(model_config, *tokenizer);
-  else if (model_config.eos_id >= 0) eos_ids = {static_cast<int32_t>(model_config.eos_id)};
-  EngineConfig ec = EngineConfigFor(spec, model_config, *num_blocks, std::move(eos_ids));
+  EngineConfig ec = EngineConfigFor(spec, model_config, *num_blocks, EndOfGenerationIds(model_config, tokenizer));
   out.prefill_policy = SetPrefillPolicy(spec, **transformer, **cache, ec.scheduler);
   auto engine = Engine::Create(ec, MakeTransformerEngineModel(*std::move(transformer), *std::move(cache), spec.threads),
-                               tokenizer, observer);
+                               &tokenizer, observer);
   if (!engine.ok()) return Prefixed(engine.status(), "cannot start the engine");
   out.engine = *std::move(engine);
   return out;

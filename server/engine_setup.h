@@ -62,10 +62,9 @@ struct BuiltEngine {
 };
 
 // Builds the engine for `spec` over `weights` (which may be released afterwards: the
-// transformer packs its own copies). `tokenizer` (may be null: then EOS is the model
-// config's eos_id and the engine streams no text) and `observer` (may be null) must
-// outlive the engine. `spec` must be valid.
+// transformer packs its own copies). `tokenizer` (which gives the end-of-generation ids
+// and the text) and `observer` (may be null) must outlive the engine. `spec` must be valid.
 absl::StatusOr<BuiltEngine> BuildEngine(const EngineSpec& spec, const ModelWeights& weights,
-                                        const Tokenizer* tokenizer, EngineObserver* observer = nullptr);
+                                        const Tokenizer& tokenizer, EngineObserver* observer = nullptr);
 
 }  // namespace llmserve

@@ -48,7 +48,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   ModelSetup out;
   out.demo = config.model_path.empty();
   out.tokenizer = std::move(loaded->tokenizer);
-  auto built = BuildEngine(config, *loaded->weights, out.tokenizer.get(), observer);
+  auto built = BuildEngine(config, *loaded->weights, *out.tokenizer, observer);
   if (!built.ok()) return built.status();
   out.engine = std::move(built->engine);
   out.num_blocks = built->num_blocks;

@@ -1,6 +1,7 @@
 // The engine flags (server/engine_flags.h): the same command line gives the same engine
 // through the server's path (EngineSpecFromFlags → SetUpModel) and llmrun's
-// (llmrun::ArgsFromFlags → LoadModelFiles + BuildEngine); with no flags the spec is
+// (llmrun::ArgsFromFlags → LoadModelFiles + BuildEngine, which is engine_bench's too,
+// before it raises --max-running to its largest concurrency); with no flags the spec is
 // EngineSpec{} (ServerConfig's), and its scheduler settings agree with SchedulerConfig's.
 #include "server/engine_flags.h"
 
@@ -114,7 +115,7 @@ TEST(EngineFlagsTest, ServerAndLlmrunBuildTheSameEngineForTheSameFlags) {
   ASSERT_TRUE(setup.ok()) << setup.status();
   auto loaded = LoadModelFiles(args->spec);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  auto built = BuildEngine(args->spec, *loaded->weights, loaded->tokenizer.get());
+  auto built = BuildEngine(args->spec, *loaded->weights, *loaded->tokenizer);
   ASSERT_TRUE(built.ok()) << built.status();
   const std::string described = DescribeEngineConfig(built->engine->config());
   EXPECT_EQ(described, DescribeEngineConfig(setup->engine->config()));

@@ -90,7 +90,7 @@ int RunEngine(const Args& args, ModelWeights& weights, const Tokenizer& tok,
   // need be; otherwise the engine is the server's for the same flags.
   EngineSpec spec = args.spec;
   spec.max_waiting = std::max<int64_t>(spec.max_waiting, static_cast<int64_t>(prompts.size()));
-  auto engine = BuildEngine(spec, weights, &tok);
+  auto engine = BuildEngine(spec, weights, tok);
   if (!engine.ok()) return Fail(engine.status());
   const SchedulerConfig& sc = engine->engine->config().scheduler;
   engine->engine->Start();
