@@ -66,6 +66,7 @@ absl::Status SchedulerConfig::Validate() const {
   if (max_decode_stall < 1) return Bad("max_decode_stall", ">= 1", max_decode_stall);
   if (prefill_spread_steps < 0) return Bad("prefill_spread_steps", ">= 0", prefill_spread_steps);
   if (mixed_step_tokens < 1) return Bad("mixed_step_tokens", ">= 1", mixed_step_tokens);
+  if (block_hash == nullptr) return absl::InvalidArgumentError("SchedulerConfig.block_hash must be set");
   return absl::OkStatus();
 }
 
@@ -106,7 +107,7 @@ void SchedulerConfig::set_prefill_policy(const PrefillPolicyConfig& p) {
 Scheduler::Scheduler(const SchedulerConfig& config)
     : config_(config),
       policy_(MakePrefillPolicy(config.prefill_policy())),
-      pool_(config.num_blocks),
+      pool_(config.num_blocks, config.block_size),
       admission_(config) {}
 
 absl::Status Scheduler::Add(std::unique_ptr<Sequence> seq, absl::Time now) {
@@ -129,6 +130,10 @@ void Scheduler::AddAdmitted(std::unique_ptr<Sequence> seq, absl::Time now) {
   seq->num_computed = 0;
   seq->times = SequenceTimes{};
   seq->times.arrival = now;
+  seq->block_keys.clear();
+  seq->num_registered_blocks = 0;
+  seq->num_cached_tokens = 0;
+  if (config_.prefix_caching) ExtendKeys(*seq, seq->num_tokens());
   waiting_.push_back(std::move(seq));
 }
 
@@ -144,6 +149,7 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::Update(const SchedulePlan& pla
       SchedulerBug("Update: plan does not match the sequence (Finish between Schedule and Update?)");
     }
     s.num_computed += w.num_tokens;
+    RegisterComputed(s);
     if (!w.sample) continue;
     if (s.num_computed != s.num_tokens()) SchedulerBug("Update: sampling item does not end the sequence");
     const int32_t id = sampled[next++];

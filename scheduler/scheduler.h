@@ -17,7 +17,9 @@
 //      max_prefill_chunk tokens — while the policy's prefill budget, max_running
 //      and free blocks allow. Admission never preempts: when the next waiting
 //      sequence's chunk does not get its blocks, admission stops (FIFO, no overtaking);
-//      a step that preempted admits nothing.
+//      a step that preempted admits nothing. With prefix caching, an admitted sequence
+//      first takes the longest cached prefix of its tokens (whole blocks, leaving at
+//      least one token to compute) and is planned, budgeted and fitted only for the rest.
 // A prefill-only step (the separate policy) plans 2 alone, and 1 instead when 2 plans
 // nothing. The plan is a pure function of the config and the calls made.
 // A sequence preempted while the plan is built (listed in plan.preempted) has no work
@@ -27,6 +29,8 @@
 // Update(plan, sampled) applies the step's results: num_computed advances by each item's
 // tokens; items with sample == true get their sampled id appended (or finish on a stop
 // id); length/EOS/stop-token finishes release the blocks and hand the sequence back.
+// With prefix caching, every block whose positions are all computed is registered in the
+// pool then, so that it outlives its sequence as a cached block.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "scheduler/admission.h"
+#include "scheduler/block_hash.h"
 #include "scheduler/block_pool.h"
 #include "scheduler/prefill_policy.h"
 #include "scheduler/sequence.h"
@@ -75,6 +80,8 @@ struct SchedulerConfig {
                                        // steps when they fit in this many; 0 = bulk
   int32_t mixed_step_tokens = 12;      // kMixed with piggybacking: fill decode steps with
                                        // prompt tokens up to this many rows (>= 1)
+  bool prefix_caching = true;          // keep computed full blocks and share them by prefix
+  BlockHashFn block_hash = HashBlockTokens;  // block keys (block_hash.h); tests force collisions
 
   // INVALID_ARGUMENT naming the first bad field.
   absl::Status Validate() const;
@@ -154,6 +161,18 @@ class Scheduler {
   // Waiting and preempted sequences.
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int64_t num_preemptions() const { return num_preemptions_; }
+  // Prefix cache lookups at admission, in tokens: looked up (the tokens of every
+  // admitted sequence) and found (taken from the cache). vLLM's queries and hits.
+  int64_t prefix_query_tokens() const { return prefix_query_tokens_; }
+  int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
+  // Admissions whose lookup found a key but refused its block on verification (a hash
+  // collision, or a block whose parent was evicted after it was cached).
+  int64_t prefix_rejected_hits() const { return prefix_rejected_hits_; }
+  // INTERNAL naming the first broken invariant of the pool and the block tables: the
+  // pool's own (used + free + cached = total, ...), each used block's refcount equals the
+  // tables holding it, a table's registered blocks are its leading ones and hold its
+  // tokens, its others are its own. O(blocks); tests call it after every step.
+  absl::Status CheckInvariants() const;
   const BlockPool& blocks() const { return pool_; }
   const SchedulerConfig& config() const { return config_; }
   // The prefill policy built from config().
@@ -170,6 +189,14 @@ class Scheduler {
   StepState State(const SchedulePlan& plan) const;
   // Preempts running_.back(), dropping its work from `plan`.
   void PreemptNewest(SchedulePlan& plan);
+  // Prefix caching: extends s.block_keys to the full blocks of s's first `tokens` tokens.
+  void ExtendKeys(Sequence& s, int32_t tokens) const;
+  // The number of cached blocks a sequence without blocks can start from (whole blocks
+  // of its known keys, leaving at least its last token to compute); their ids are
+  // appended to `hits` unless null. 0 with prefix caching off.
+  int32_t MatchPrefix(const Sequence& s, std::vector<int32_t>* hits, bool* rejected = nullptr) const;
+  // Registers s's blocks that are now fully computed.
+  void RegisterComputed(Sequence& s);
   SchedulerConfig config_;
   std::unique_ptr<const PrefillPolicy> policy_;
   BlockPool pool_;
@@ -177,6 +204,11 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_; // admission order
   uint64_t next_admit_order_ = 1;
   int64_t num_preemptions_ = 0;
+  int64_t prefix_query_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
+  int64_t prefix_rejected_hits_ = 0;
+  std::vector<int32_t> scratch_blocks_;            // MatchPrefix results during admission
+  mutable std::vector<int32_t> scratch_tokens_;    // one block's ids (ExtendKeys, Register)
   int32_t decode_stall_ = 0;                       // prefill-only steps in a row while
                                                    // sequences waited to decode
   Admission admission_;                            // one slot per kWaiting sequence

@@ -30,7 +30,7 @@ int64_t Capacity(const Sequence& s, int32_t free_blocks, int32_t block_size) {
 // Allocation the planner has already checked; failing would be a scheduler bug.
 void MustAllocate(BlockPool& pool, int32_t n, std::vector<int32_t>& table) {
   if (!pool.Allocate(n, table)) {
-    std::fprintf(stderr, "llmserve scheduler bug: %d blocks planned, %d free\n", n, pool.num_free());
+    std::fprintf(stderr, "llmserve scheduler bug: %d blocks planned, %d free\n", n, pool.num_available());
     std::abort();
   }
 }
@@ -56,7 +56,9 @@ StepState Scheduler::State(const SchedulePlan& plan) const {
   for (const auto& s : running_) {
     if (!DecodeReady(*s)) st.pending_prompt_tokens += s->num_uncomputed();
   }
-  for (const auto& s : waiting_) st.pending_prompt_tokens += s->num_uncomputed();
+  for (const auto& s : waiting_) {
+    st.pending_prompt_tokens += s->num_uncomputed() - MatchPrefix(*s, nullptr) * config_.block_size;
+  }
   return st;
 }
 
@@ -91,7 +93,7 @@ void Scheduler::ScheduleDecodes(SchedulePlan& plan) {
     if (!DecodeReady(s)) continue;
     if (plan.num_tokens() >= config_.max_batched_tokens) break;  // cannot happen: budget >= max_running
     bool self_preempted = false;
-    while (BlocksNeeded(s, 1, bs) > pool_.num_free()) {
+    while (BlocksNeeded(s, 1, bs) > pool_.num_available()) {
       self_preempted = (i + 1 == running_.size());
       PreemptNewest(plan);
       if (self_preempted) break;
@@ -121,14 +123,14 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const Prefi
     Sequence& s = *running_[i];
     if (DecodeReady(s)) continue;
     bool self_preempted = false;
-    while (Capacity(s, pool_.num_free(), bs) < 1) {
+    while (Capacity(s, pool_.num_available(), bs) < 1) {
       self_preempted = (i + 1 == running_.size());
       PreemptNewest(plan);
       if (self_preempted) break;
     }
     if (self_preempted) break;
     const int64_t chunk = std::min<int64_t>({s.num_uncomputed(), config_.max_prefill_chunk, budget(),
-                                             Capacity(s, pool_.num_free(), bs)});
+                                             Capacity(s, pool_.num_available(), bs)});
     const auto n = static_cast<int32_t>(chunk);
     MustAllocate(pool_, BlocksNeeded(s, n, bs), s.block_table);
     plan.work.push_back(Work(s, ScheduledWork::Kind::kPrefill, n));
@@ -140,9 +142,30 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const Prefi
   if (!plan.preempted.empty()) return;
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_running && budget() > 0) {
     Sequence& s = *waiting_.front();
-    const int32_t n = std::min({s.num_uncomputed(), config_.max_prefill_chunk, budget()});
-    const int32_t need = BlocksNeeded(s, n, bs);
-    if (need > pool_.num_free()) break;
+    // The cached prefix first: its blocks are taken, not computed. Those sitting in the
+    // LRU stop being available to Allocate once taken.
+    if (config_.prefix_caching) ExtendKeys(s, s.num_tokens() - 1);
+    scratch_blocks_.clear();
+    bool rejected = false;
+    const int32_t hits = MatchPrefix(s, &scratch_blocks_, &rejected);
+    const auto idle_hits = static_cast<int32_t>(std::count_if(
+        scratch_blocks_.begin(), scratch_blocks_.end(), [&](int32_t id) { return pool_.ref_count(id) == 0; }));
+    const int32_t start = hits * bs;
+    const int32_t n = std::min({s.num_tokens() - start, config_.max_prefill_chunk, budget()});
+    const int32_t need = (start + n + bs - 1) / bs - hits;
+    if (need > pool_.num_available() - idle_hits) break;
+    for (const int32_t id : scratch_blocks_) {
+      pool_.Ref(id);
+      s.block_table.push_back(id);
+    }
+    s.num_computed = start;
+    s.num_registered_blocks = hits;
+    if (config_.prefix_caching) {
+      prefix_query_tokens_ += s.num_tokens();
+      prefix_hit_tokens_ += start;
+      prefix_rejected_hits_ += rejected;
+    }
+    if (s.state == SequenceState::kWaiting) s.num_cached_tokens = start;
     MustAllocate(pool_, need, s.block_table);
     if (s.state == SequenceState::kWaiting) admission_.Release();
     s.state = SequenceState::kRunning;
@@ -167,6 +190,7 @@ void Scheduler::PreemptNewest(SchedulePlan& plan) {
   }
   pool_.ReleaseAll(victim->block_table);
   victim->num_computed = 0;
+  victim->num_registered_blocks = 0;
   victim->state = SequenceState::kPreempted;
   ++victim->num_preemptions;
   ++num_preemptions_;

@@ -8,7 +8,9 @@
 //
 // A running sequence in decode has num_computed == num_tokens() - 1: the last sampled
 // token is fed in the next step. After preemption num_computed is 0 and the whole of
-// prompt + generated is prefilled again ("recompute").
+// prompt + generated is prefilled again ("recompute"), less what the prefix cache still
+// holds. With prefix caching, admission may start num_computed at a multiple of
+// block_size: the leading blocks are shared cached ones, never written again.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +64,13 @@ struct Sequence {
   SequenceTimes times;
   int32_t num_preemptions = 0;    // times this sequence was preempted
   uint64_t admit_order = 0;       // increases with each (re-)admission; newest preempted first
+
+  // Prefix caching (block_pool.h). Sequences share cached blocks only with equal salts.
+  std::string cache_salt;
+  std::vector<uint64_t> block_keys;    // keys of the leading full blocks of tokens() known so far
+  int32_t num_registered_blocks = 0;   // leading block_table entries that are registered
+                                       // (taken from the cache or registered once computed)
+  int32_t num_cached_tokens = 0;       // prompt tokens taken from the cache at first admission
 
   int32_t num_tokens() const { return static_cast<int32_t>(prompt.size() + generated.size()); }
   // Token at position i of prompt ++ generated.

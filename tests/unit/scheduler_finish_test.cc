@@ -75,7 +75,7 @@ TEST_P(SchedulerFinishTest, EndsAsSpecified) {
     for (size_t i = 0; i < f->generated.size(); ++i) {
       EXPECT_EQ(f->generated[i] == tc.say, tc.say_in_output && i == static_cast<size_t>(tc.say_at)) << i;
     }
-    EXPECT_EQ(h.sched().blocks().num_free(), 32);
+    EXPECT_EQ(h.sched().blocks().num_used(), 0);
   }
 }
 

@@ -2,10 +2,13 @@
 // and arrival times, random aborts, random pool sizes, budgets and step policies; the
 // harness checks every invariant after every step. Each run must end with every block
 // free and every sequence finished exactly once, with the unbatched reference's output
-// (a prefix of it for aborted sequences).
+// (a prefix of it for aborted sequences). Prompts often start with one of a few shared
+// prefixes, under one of two cache salts, so that prefix caching shares, evicts and
+// re-shares blocks; some runs use a weak block hash whose collisions the pool must catch.
 #include <cstdio>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,7 +30,13 @@ struct Pending {
   int64_t id;
   std::vector<int32_t> prompt;
   StopConditions stop;
+  std::string salt;
 };
+
+// A hash that collides all the time: keys depend on the first token and the parent only.
+uint64_t WeakHash(uint64_t parent, std::span<const int32_t> tokens) {
+  return (parent * 31 + static_cast<uint64_t>(tokens[0])) % 7;
+}
 
 int32_t Uniform(std::mt19937& rng, int32_t lo, int32_t hi) {  // [lo, hi]
   return std::uniform_int_distribution<int32_t>(lo, hi)(rng);
@@ -48,6 +57,8 @@ SchedulerConfig RandomConfig(std::mt19937& rng) {
   c.max_decode_stall = Uniform(rng, 1, 4);
   c.prefill_spread_steps = Uniform(rng, 0, 1) ? 0 : Uniform(rng, 1, 8);
   c.mixed_step_tokens = Uniform(rng, 1, 24);
+  c.prefix_caching = Uniform(rng, 0, 3) != 0;
+  if (Uniform(rng, 0, 3) == 0) c.block_hash = WeakHash;
   return c;
 }
 
@@ -56,7 +67,12 @@ Pending RandomRequest(std::mt19937& rng, int64_t id) {
   p.id = id;
   const int32_t total = Uniform(rng, 2, kContext + 4);  // now and then beyond the context
   const int32_t prompt = Uniform(rng, 1, total - 1);
-  for (int32_t i = 0; i < prompt; ++i) p.prompt.push_back(Uniform(rng, 0, kVocab - 1));
+  // Half the prompts start with one of three fixed prefixes (the system prompts).
+  const int32_t shared = Uniform(rng, 0, 5);
+  for (int32_t i = 0; i < prompt; ++i) {
+    p.prompt.push_back(shared < 3 && i < 40 ? (shared * 11 + i * 7) % kVocab : Uniform(rng, 0, kVocab - 1));
+  }
+  p.salt = Uniform(rng, 0, 3) == 0 ? "tenant-b" : "";
   p.stop.max_tokens = total - prompt;
   p.stop.ignore_eos = Uniform(rng, 0, 4) == 0;
   if (Uniform(rng, 0, 2) == 0) {
@@ -80,6 +96,7 @@ absl::StatusCode ExpectedAddCode(const Scheduler& s, const Pending& p) {
 // What a run went through, so the test can show it covered the interesting paths.
 struct Coverage {
   int64_t preemptions = 0, refused_full = 0, refused_invalid = 0, aborts = 0, separate_runs = 0;
+  int64_t hit_tokens = 0, evictions = 0, rejected = 0;
   std::map<SequenceState, int> finishes;
 };
 
@@ -105,7 +122,7 @@ void RandomRun(uint32_t seed, int num_requests, Coverage& cov) {
     for (int k = Uniform(rng, 0, 3); k > 0 && next < pending.size(); --k) {
       const Pending& p = pending[next];
       const absl::StatusCode want = ExpectedAddCode(h.sched(), p);
-      EXPECT_EQ(h.Add(p.id, p.prompt, p.stop).code(), want) << "request " << p.id;
+      EXPECT_EQ(h.Add(p.id, p.prompt, p.stop, p.salt).code(), want) << "request " << p.id;
       cov.refused_invalid += want == absl::StatusCode::kInvalidArgument;
       if (want == absl::StatusCode::kResourceExhausted) {
         ++cov.refused_full;
@@ -143,10 +160,14 @@ void RandomRun(uint32_t seed, int num_requests, Coverage& cov) {
   }
   cov.preemptions += h.sched().num_preemptions();
   cov.separate_runs += cfg.step_policy == StepPolicy::kSeparate;
+  cov.hit_tokens += h.sched().prefix_hit_tokens();
+  cov.evictions += h.sched().blocks().num_evictions();
+  cov.rejected += h.sched().prefix_rejected_hits();
+  EXPECT_EQ(h.sched().blocks().num_free() + h.sched().blocks().num_cached(), cfg.num_blocks);
   for (const auto& [id, f] : h.finished()) ++cov.finishes[f->state];
   EXPECT_EQ(next, pending.size());
   EXPECT_EQ(h.sched().num_running() + h.sched().num_waiting(), 0);
-  EXPECT_EQ(h.sched().blocks().num_free(), cfg.num_blocks);
+  EXPECT_EQ(h.sched().blocks().num_used(), 0);
   EXPECT_EQ(h.finished().size(), accepted.size());
   for (const auto& [id, p] : accepted) {
     const Sequence* f = h.Finished(id);
@@ -174,16 +195,21 @@ TEST(SchedulerRandomTest, RunsToCompletionWithInvariants) {
   EXPECT_GT(cov.aborts, 0);
   EXPECT_GT(cov.separate_runs, 0);
   EXPECT_LT(cov.separate_runs, 24);
+  EXPECT_GT(cov.hit_tokens, 0);
+  EXPECT_GT(cov.evictions, 0);
+  EXPECT_GT(cov.rejected, 0);
   for (SequenceState s : {SequenceState::kFinishedEos, SequenceState::kFinishedStopToken,
                           SequenceState::kFinishedLength, SequenceState::kFinishedCancelled}) {
     EXPECT_GT(cov.finishes[s], 0) << SequenceStateName(s);
   }
   std::printf("random runs: %lld preemptions, %lld full refusals, %lld invalid, %lld aborts, %lld separate runs,"
-              " %d eos, %d stop ids, %d length\n",
+              " %d eos, %d stop ids, %d length, %lld cache-hit tokens, %lld evictions, %lld rejected hits\n",
               static_cast<long long>(cov.preemptions), static_cast<long long>(cov.refused_full),
               static_cast<long long>(cov.refused_invalid), static_cast<long long>(cov.aborts),
               static_cast<long long>(cov.separate_runs), cov.finishes[SequenceState::kFinishedEos],
-              cov.finishes[SequenceState::kFinishedStopToken], cov.finishes[SequenceState::kFinishedLength]);
+              cov.finishes[SequenceState::kFinishedStopToken], cov.finishes[SequenceState::kFinishedLength],
+              static_cast<long long>(cov.hit_tokens), static_cast<long long>(cov.evictions),
+              static_cast<long long>(cov.rejected));
 }
 
 TEST(SchedulerRandomTest, FakeModelHashIsPrefixSensitive) {

@@ -2,10 +2,13 @@
 // checks the scheduler's invariants after every step.
 //
 // The fake model keeps a simulated paged KV cache: feeding position p of sequence s
-// writes (s.id, p, token) into slot p % block_size of block block_table[p / block_size].
-// A sampling item then reads positions 0 .. end-1 back through the block table, fails
-// the test if any slot does not hold that sequence's token (a block reused while still
-// owned, a lost or skipped token, a missing recompute), and returns a hash of the prefix.
+// writes (hash of s's tokens 0..p, p, token) into slot p % block_size of block
+// block_table[p / block_size] — like real KV, a slot's content depends on the whole
+// prefix. A sampling item then reads positions 0 .. end-1 back through the block table,
+// fails the test if any slot does not hold what that sequence's prefix would (a block
+// reused while still owned, a lost or skipped token, a missing recompute, a prefix-cache
+// hit with other KV), and returns a hash of the prefix. Writing into a block that is
+// shared or registered in the prefix cache fails the test too.
 // The "sampled" id is therefore a pure function of prompt ++ generated, so a preempted
 // and recomputed sequence must produce exactly the output of an unpreempted run.
 #pragma once
@@ -103,12 +106,17 @@ inline void CheckInvariants(const Scheduler& sched, const std::string& where) {
   SCOPED_TRACE(where);
   const BlockPool& pool = sched.blocks();
   const SchedulerConfig& cfg = sched.config();
-  EXPECT_EQ(pool.num_used() + pool.num_free(), pool.num_total());
+  // The scheduler's own check: used + free + cached = total, refcounts = tables holding
+  // each block, written blocks unshared.
+  const absl::Status own = sched.CheckInvariants();
+  EXPECT_TRUE(own.ok()) << own;
+  EXPECT_EQ(pool.num_used() + pool.num_free() + pool.num_cached(), pool.num_total());
   EXPECT_EQ(pool.num_total(), cfg.num_blocks);
+  if (!cfg.prefix_caching) EXPECT_EQ(pool.num_cached(), 0);
   EXPECT_LE(sched.num_running(), cfg.max_running);
   const std::vector<const Sequence*> seqs = sched.Sequences();
   EXPECT_EQ(static_cast<int32_t>(seqs.size()), sched.num_running() + sched.num_waiting());
-  std::set<int32_t> owned;
+  std::map<int32_t, int32_t> holders;
   std::set<int64_t> ids;
   uint64_t last_admit = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
@@ -126,16 +134,19 @@ inline void CheckInvariants(const Scheduler& sched, const std::string& where) {
     EXPECT_GT(s.admit_order, last_admit) << "running sequences out of admission order";
     last_admit = s.admit_order;
     EXPECT_GE(s.num_uncomputed(), 1);
-    // Exactly the blocks the computed tokens need (lazy allocation), each owned once.
+    // Exactly the blocks the computed tokens need (lazy allocation); only registered
+    // (full, computed) leading blocks may be shared.
     const int32_t need = (s.num_computed + cfg.block_size - 1) / cfg.block_size;
     EXPECT_EQ(static_cast<int32_t>(s.block_table.size()), need) << "num_computed " << s.num_computed;
-    for (const int32_t b : s.block_table) {
+    for (size_t j = 0; j < s.block_table.size(); ++j) {
+      const int32_t b = s.block_table[j];
       EXPECT_TRUE(b >= 0 && b < pool.num_total()) << "block " << b;
-      EXPECT_TRUE(owned.insert(b).second) << "block " << b << " owned twice";
-      EXPECT_EQ(pool.ref_count(b), 1) << "block " << b;
+      ++holders[b];
+      if (static_cast<int32_t>(j) >= s.num_registered_blocks) EXPECT_EQ(pool.ref_count(b), 1) << "block " << b;
     }
   }
-  EXPECT_EQ(static_cast<int32_t>(owned.size()), pool.num_used()) << "a used block is in no table";
+  for (const auto& [b, n] : holders) EXPECT_EQ(pool.ref_count(b), n) << "block " << b;
+  EXPECT_EQ(static_cast<int32_t>(holders.size()), pool.num_used()) << "a used block is in no table";
 }
 
 // Checks a freshly scheduled plan against the scheduler's state before Update.
@@ -165,7 +176,9 @@ inline void CheckPlan(const Scheduler& sched, const SchedulePlan& plan, const st
       dec += w.num_tokens;
     } else {
       seen_prefill = true;
-      EXPECT_FALSE(IsDecodeReady(s)) << "sequence " << s.id << " should decode";
+      // (A sequence admitted from the prefix cache may have only its last token left.)
+      const bool from_cache = w.start > 0 && w.start == s.num_registered_blocks * cfg.block_size;
+      EXPECT_TRUE(!IsDecodeReady(s) || from_cache) << "sequence " << s.id << " should decode";
       EXPECT_LE(w.num_tokens, cfg.max_prefill_chunk);
       pre += w.num_tokens;
     }
@@ -196,7 +209,7 @@ inline void CheckPlan(const Scheduler& sched, const SchedulePlan& plan, const st
 }
 
 struct FakeKvSlot {
-  int64_t seq = -1;
+  uint64_t prefix = 0;  // PrefixHash of the writer's tokens 0..pos
   int32_t pos = -1;
   int32_t token = -1;
 };
@@ -223,9 +236,10 @@ class SchedulerHarness {
     return p;
   }
 
-  absl::Status Add(int64_t id, std::vector<int32_t> prompt, StopConditions stop) {
+  absl::Status Add(int64_t id, std::vector<int32_t> prompt, StopConditions stop, std::string cache_salt = "") {
     auto seq = std::make_unique<Sequence>();
     seq->id = id;
+    seq->cache_salt = std::move(cache_salt);
     seq->request_id = absl::StrCat("r", id);
     seq->prompt = std::move(prompt);
     seq->stop = std::move(stop);
@@ -326,7 +340,19 @@ class SchedulerHarness {
 
   std::vector<int32_t> Forward(const SchedulePlan& plan, const std::string& where) {
     for (const ScheduledWork& w : plan.work) {
-      for (int32_t p = w.start; p < w.start + w.num_tokens; ++p) Slot(*w.seq, p) = {w.seq->id, p, w.seq->token(p)};
+      const Sequence& s = *w.seq;
+      std::vector<int32_t> prefix;
+      for (int32_t p = 0; p < w.start; ++p) prefix.push_back(s.token(p));
+      for (int32_t p = w.start; p < w.start + w.num_tokens; ++p) {
+        prefix.push_back(s.token(p));
+        const auto index = static_cast<size_t>(p / cfg_.block_size);
+        if (index < s.block_table.size()) {
+          const int32_t b = s.block_table[index];
+          EXPECT_EQ(sched_.blocks().ref_count(b), 1) << where << ": sequence " << s.id << " writes shared block " << b;
+          EXPECT_FALSE(sched_.blocks().registered(b)) << where << ": sequence " << s.id << " writes cached block " << b;
+        }
+        Slot(s, p) = {PrefixHash(prefix), p, s.token(p)};
+      }
     }
     std::vector<int32_t> sampled;
     for (const ScheduledWork& w : plan.work) {
@@ -334,12 +360,12 @@ class SchedulerHarness {
       const Sequence& s = *w.seq;
       std::vector<int32_t> prefix;
       for (int32_t p = 0; p < w.start + w.num_tokens; ++p) {
+        prefix.push_back(s.token(p));
         const FakeKvSlot& slot = Slot(s, p);
-        if (slot.seq != s.id || slot.pos != p || slot.token != s.token(p)) {
-          ADD_FAILURE() << where << ": sequence " << s.id << " position " << p << " holds (" << slot.seq << ", "
-                        << slot.pos << ", " << slot.token << ") instead of token " << s.token(p);
+        if (slot.prefix != PrefixHash(prefix) || slot.pos != p || slot.token != s.token(p)) {
+          ADD_FAILURE() << where << ": sequence " << s.id << " position " << p << " holds (" << slot.pos << ", "
+                        << slot.token << ") of another prefix instead of token " << s.token(p);
         }
-        prefix.push_back(slot.token);
       }
       sampled.push_back(pick_(PrefixHash(prefix), prefix));
     }
