@@ -32,10 +32,12 @@ class Backend {
 std::unique_ptr<Backend> MakeGrpcBackend(const BenchOptions& options);
 
 // llama.cpp's llama-server: POST /completion with "stream": true, the prompt as token ids,
-// n_predict = max_tokens, ignore_eos, the sampling fields, "cache_prompt": false, and
-// logit_bias false for options.ban_ids; one thread and connection per stream. A request
-// is OK when the HTTP status is 200 and the stream ends with its "stop" event; the
-// event's tokens_predicted / tokens_evaluated are the usage.
+// n_predict = max_tokens, ignore_eos, the sampling fields, "return_tokens": true (the ids
+// of each event are the result's ids), "cache_prompt": options.llamacpp_cache_prompt, and
+// logit_bias false for options.ban_ids; one thread and connection per stream. cache_salt
+// is not sent (llama.cpp has none). A request is OK when the HTTP status is 200 and the
+// stream ends with its "stop" event; the event's tokens_predicted / tokens_evaluated /
+// timings.cache_n are the usage's completion / prompt / cached tokens.
 std::unique_ptr<Backend> MakeLlamaCppBackend(const BenchOptions& options);
 
 }  // namespace llmbench

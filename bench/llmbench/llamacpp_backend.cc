@@ -28,7 +28,7 @@ std::string RequestBody(const v1::GenerateRequest& r, const BenchOptions& o) {
   j["n_predict"] = r.max_tokens();
   j["stream"] = true;
   j["return_tokens"] = true;
-  j["cache_prompt"] = false;
+  j["cache_prompt"] = o.llamacpp_cache_prompt;
   j["ignore_eos"] = r.ignore_eos();
   j["temperature"] = r.has_temperature() ? r.temperature() : 1.0f;
   if (r.has_top_k()) j["top_k"] = r.top_k();
@@ -71,6 +71,7 @@ class LlamaCppBackend final : public Backend {
     auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - epoch).count(); };
     RequestResult r;
     r.itl.reserve(static_cast<size_t>(request.max_tokens()));
+    r.ids.reserve(static_cast<size_t>(request.max_tokens()));
     httplib::Client cli(host_, port_);
     cli.set_connection_timeout(10);
     const int timeout = o_.timeout_seconds > 0 ? static_cast<int>(o_.timeout_seconds + 1) : 3600;
@@ -104,6 +105,10 @@ class LlamaCppBackend final : public Backend {
           return false;
         }
         const int ids = ev.contains("tokens") && ev["tokens"].is_array() ? static_cast<int>(ev["tokens"].size()) : 0;
+        for (int i = 0; i < ids; ++i) {
+          const nlohmann::json& id = ev["tokens"][static_cast<size_t>(i)];
+          r.ids.push_back(id.is_number_integer() ? id.get<int32_t>() : -1);
+        }
         ++r.chunks;
         if (ids > 0) {
           if (r.tokens == 0) {
@@ -122,6 +127,11 @@ class LlamaCppBackend final : public Backend {
           v1::Usage* u = r.final_msg.mutable_usage();
           u->set_prompt_tokens(ev.value("tokens_evaluated", 0));
           u->set_completion_tokens(ev.value("tokens_predicted", 0));
+          // timings.cache_n: prompt tokens whose KV the slot reused (tokens_cached is the
+          // slot's whole cache, prompt and output, not a hit count).
+          if (ev.contains("timings") && ev["timings"].is_object()) {
+            u->set_cached_tokens(ev["timings"].value("cache_n", 0));
+          }
           const std::string type = ev.value("stop_type", "");
           r.final_msg.set_finish_reason(type == "limit" ? v1::FINISH_REASON_LENGTH : v1::FINISH_REASON_EOS);
         }

@@ -5,12 +5,14 @@
 //   llmbench --addr HOST:PORT [--concurrency N | --rate R [--concurrency N]] [--requests N]
 //            [--input-len N] [--output-len N] [--len-dist fixed|uniform|exponential]
 //            [--prompts-file FILE] [--ignore-eos] [--temperature T] [--top-k K] [--top-p P]
-//            [--seed S] [--json FILE] [--jsonl FILE] [--label TEXT] [--allow-failures] ...   (--help lists all)
+//            [--seed S] [--shared-prefix-len N] [--turns K] [--cache-salt S] [--llamacpp-cache-prompt]
+//            [--json FILE] [--jsonl FILE] [--label TEXT] [--allow-failures] ...   (--help lists all)
 //
 // Closed loop (default): --concurrency streams in flight, the next request starts when one
 // ends. Open loop: --rate requests/s with Poisson arrivals (at most --concurrency in flight
-// if given). Prints a table on stdout; progress on stderr. Exit codes: 0 all requests OK
-// and consistent, 1 a request failed or mismatched (unless --allow-failures) or the run
+// if given). --turns K > 1: --requests conversations of K turns, --concurrency of them in
+// flight (closed loop only). Prints a table on stdout; progress on stderr. Exit codes: 0
+// all requests OK and consistent, 1 a request failed or mismatched (unless --allow-failures) or the run
 // could not start, 2 bad usage. Flags take "--name value" or "--name=value"; dashes and
 // underscores are interchangeable.
 #include <cmath>
@@ -81,11 +83,26 @@ std::map<std::string, Flag> Flags(BenchOptions* o) {
                   }};
   f["addr"] = String("server HOST:PORT (127.0.0.1:50051)", &o->addr);
   f["channels"] = Int("gRPC channels (connections); calls round-robin over them (1)", &o->channels);
-  f["requests"] = Int("requests to send (32)", &o->requests);
-  f["concurrency"] = Int("streams in flight: closed loop size, or the open loop's cap (0 = none) (8)", &o->concurrency);
+  f["requests"] = Int("requests to send; with --turns K > 1 conversations, of K requests each (32)", &o->requests);
+  f["concurrency"] = Int("streams in flight: closed loop size, or the open loop's cap (0 = none); with --turns > 1 "
+                         "conversations in flight (8)",
+                         &o->concurrency);
   f["rate"] = Double("open loop: requests per second, Poisson arrivals; 0 = closed loop (0)", &o->rate);
   f["input-len"] = Int("prompt tokens of a random-token prompt (128)", &o->input_len);
   f["output-len"] = Int("max_tokens per request (128)", &o->output_len);
+  f["shared-prefix-len"] = Int("random-token prompts: N random ids (drawn once) open every prompt, before its own "
+                               "--input-len ids, for prefix caching (0)",
+                               &o->shared_prefix_len);
+  f["turns"] = Int("multi-turn chat, closed loop, fixed lengths: each of --requests conversations sends K turns in "
+                   "order; turn t+1's prompt = turn t's prompt + the ids it generated + --input-len new ids; "
+                   "the report adds per-turn TTFT and cache hit rate (1)",
+                   &o->turns);
+  f["cache-salt"] = String("gRPC: GenerateRequest.cache_salt of every request (requests with different salts share "
+                           "no cached prefix); llamacpp ignores it ('')",
+                           &o->cache_salt);
+  f["llamacpp-cache-prompt"] = Switch("llamacpp: send \"cache_prompt\": true (llama.cpp reuses a slot's cached "
+                                      "prompt prefix); default false",
+                                      &o->llamacpp_cache_prompt);
   f["len-dist"] = {"fixed, uniform ([N(1-r), N(1+r)]) or exponential (mean N, clamped to [1, 10N]) (fixed)", true,
                    [o](const std::string& v) {
                      auto d = llmbench::ParseLengthDist(v);
@@ -224,6 +241,10 @@ int main(int argc, char** argv) {
     limits.vocab = 256;
   }
   if (o.vocab > 0) limits.vocab = o.vocab;
+  if (absl::Status s = llmbench::CheckContext(o, limits); !s.ok()) {
+    std::cerr << "llmbench: " << s.message() << "\n";
+    return kExitUsage;
+  }
   std::mt19937_64 rng(o.seed);
   auto requests = llmbench::BuildRequests(o, limits, prompts, &rng);
   if (!requests.ok()) {
@@ -232,7 +253,7 @@ int main(int argc, char** argv) {
   }
   const std::vector<double> arrivals = llmbench::PoissonArrivals(o.requests, o.rate, &rng);
 
-  llmbench::RunResult run = llmbench::RunRequests(o, *backend, *requests, arrivals);
+  llmbench::RunResult run = llmbench::RunRequests(o, *backend, std::move(*requests), arrivals);
   backend.reset();  // joins the HTTP backend's threads
   const nlohmann::json report = llmbench::BuildReport(o, model, &run);
   llmbench::PrintTable(report, stdout);

@@ -44,6 +44,7 @@ absl::Status BenchOptions::Validate() const {
   if (input_len < 1) return bad("input-len", "must be >= 1");
   if (output_len < 1) return bad("output-len", "must be >= 1");
   if (!(range_ratio > 0 && range_ratio < 1)) return bad("range-ratio", "must be in (0, 1)");
+  if (absl::Status s = ValidatePrefixAndTurns(); !s.ok()) return s;
   if (token_offset < 0) return bad("token-offset", "must be >= 0");
   if (vocab < 0) return bad("vocab", "must be >= 0");
   if (vocab > 0 && vocab <= token_offset) return bad("vocab", "must be > --token-offset");
@@ -52,6 +53,30 @@ absl::Status BenchOptions::Validate() const {
   if (top_p && !(*top_p > 0 && *top_p <= 1)) return bad("top-p", "must be in (0, 1]");
   if (!std::isfinite(timeout_seconds) || timeout_seconds < 0) return bad("timeout", "must be seconds >= 0");
   if (!(progress_interval > 0)) return bad("progress-interval", "must be > 0");
+  return absl::OkStatus();
+}
+
+absl::Status BenchOptions::ValidatePrefixAndTurns() const {
+  auto bad = [](const char* flag, const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
+  };
+  if (shared_prefix_len < 0) return bad("shared-prefix-len", "must be >= 0");
+  // Text prompts are tokenized by the server, so llmbench cannot prepend ids to them.
+  if (shared_prefix_len > 0 && !prompts_file.empty()) {
+    return bad("shared-prefix-len", "needs random-token prompts (drop --prompts-file)");
+  }
+  if (turns < 1) return bad("turns", "must be >= 1");
+  if (turns > 1) {
+    // Later turns are built from earlier turns' output ids, and start when they end.
+    if (!prompts_file.empty()) return bad("turns", "needs random-token prompts (drop --prompts-file)");
+    if (!closed_loop()) return bad("turns", "is closed loop only (drop --rate)");
+    // Fixed lengths make the context check exact (CheckContext).
+    if (len_dist != LengthDist::kFixed) return bad("turns", "uses fixed lengths (drop --len-dist)");
+  }
+  if (cache_salt.size() > 256) return bad("cache-salt", "must be at most 256 bytes");
+  if (llamacpp_cache_prompt && backend != "llamacpp") {
+    return bad("llamacpp-cache-prompt", "is only sent to llama.cpp (--backend llamacpp)");
+  }
   return absl::OkStatus();
 }
 

@@ -26,11 +26,15 @@ struct BenchOptions {
   std::string backend = "grpc";          // "grpc" (llmserve) or "llamacpp" (llama-server over HTTP)
   std::string addr = "127.0.0.1:50051";  // server HOST:PORT
   int channels = 1;                      // gRPC channels (separate connections), calls round-robin
-  int requests = 32;                     // requests to send in total
-  int concurrency = 8;                   // max streams in flight; 0 = unlimited (open loop only)
+  int requests = 32;                     // requests (with --turns > 1: conversations) to send in total
+  int concurrency = 8;                   // max streams (conversations) in flight; 0 = unlimited (open loop only)
   double rate = 0;                       // open loop: Poisson arrivals per second; 0 = closed loop
   int input_len = 128;                   // prompt tokens (random-token prompts)
   int output_len = 128;                  // max_tokens per request
+  int shared_prefix_len = 0;             // random-token prompts: the same N ids open every prompt
+  int turns = 1;                         // > 1: multi-turn chat, each turn's prompt extends the last (closed loop)
+  std::string cache_salt;                // gRPC: GenerateRequest.cache_salt of every request
+  bool llamacpp_cache_prompt = false;    // llamacpp: send "cache_prompt": true (llama.cpp's prefix reuse)
   LengthDist len_dist = LengthDist::kFixed;
   double range_ratio = 0.5;              // uniform spread, in (0, 1)
   std::string prompts_file;              // one JSON string per line; empty = random token ids
@@ -52,6 +56,8 @@ struct BenchOptions {
 
   // OK, or INVALID_ARGUMENT naming the first bad option (flag spelling).
   absl::Status Validate() const;
+  // The --shared-prefix-len / --turns / --cache-salt part of Validate().
+  absl::Status ValidatePrefixAndTurns() const;
   // Closed loop: a new request starts when one ends, `concurrency` in flight.
   bool closed_loop() const { return rate <= 0; }
 };

@@ -62,6 +62,8 @@ json ServerJson(const ServerView& v) {
     j["max_batched_tokens"] = info.max_batched_tokens();
     j["kv_blocks_total"] = info.kv_blocks_total();
     j["block_size"] = info.block_size();
+    j["prefix_caching"] = info.prefix_caching();
+    j["kv_blocks_cached"] = info.kv_blocks_cached();  // the "after" view when there is one
   }
   if (v.have_before && v.have_after) {
     j["preemptions"] = v.after.preemptions_total() - v.before.preemptions_total();
@@ -78,6 +80,9 @@ json ConfigJson(const BenchOptions& o) {
             {"rate", o.rate},
             {"input_len", o.input_len},
             {"output_len", o.output_len},
+            {"shared_prefix_len", o.shared_prefix_len},
+            {"turns", o.turns},
+            {"cache_salt", o.cache_salt},
             {"len_dist", LengthDistName(o.len_dist)},
             {"prompts", o.prompts_file.empty() ? "random-tokens" : o.prompts_file},
             {"ignore_eos", o.ignore_eos},
@@ -87,6 +92,7 @@ json ConfigJson(const BenchOptions& o) {
   j["temperature"] = o.temperature ? json(*o.temperature) : json(nullptr);
   j["top_k"] = o.top_k ? json(*o.top_k) : json(nullptr);
   j["top_p"] = o.top_p ? json(*o.top_p) : json(nullptr);
+  if (o.backend == "llamacpp") j["llamacpp_cache_prompt"] = o.llamacpp_cache_prompt;
   return j;
 }
 
@@ -100,12 +106,44 @@ json ModelJson(const v1::ModelInfo& m) {
           {"num_parameters", m.num_parameters()}};
 }
 
+// cached / prompt tokens, 0 without prompt tokens.
+double HitRate(long long cached, long long prompt) {
+  return prompt > 0 ? static_cast<double>(cached) / static_cast<double>(prompt) : 0.0;
+}
+
+// Per turn index (request i is turn i % turns): OK requests, prompt and cached tokens, the
+// hit rate and TTFT of the requests that ended OK, so that the turns' growing prompts and
+// cache reuse show apart from each other.
+json TurnsJson(const std::vector<RequestResult>& results, int turns) {
+  json out = json::array();
+  for (int t = 0; t < turns; ++t) {
+    int ok = 0;
+    long long prompt = 0, cached = 0;
+    std::vector<double> ttft;
+    for (size_t i = static_cast<size_t>(t); i < results.size(); i += static_cast<size_t>(turns)) {
+      const RequestResult& r = results[i];
+      if (r.code != grpc::StatusCode::OK || !r.has_final) continue;
+      ++ok;
+      prompt += r.final_msg.usage().prompt_tokens();
+      cached += r.final_msg.usage().cached_tokens();
+      if (r.ttft >= 0) ttft.push_back(r.ttft);
+    }
+    out.push_back({{"turn", t + 1},
+                   {"ok", ok},
+                   {"prompt_tokens", prompt},
+                   {"cached_tokens", cached},
+                   {"prefix_hit_rate", HitRate(cached, prompt)},
+                   {"ttft_s", SummaryJson(&ttft)}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json BuildReport(const BenchOptions& options, const std::optional<v1::ModelInfo>& model, RunResult* run) {
   std::map<std::string, int> failed_by_code, reasons;
   int ok = 0, failed = 0, no_final = 0, after_final = 0, count_mismatch = 0;
-  long long prompt_tokens = 0, generated_tokens = 0;
+  long long prompt_tokens = 0, generated_tokens = 0, cached_tokens = 0;
   std::vector<double> ttft, itl, tpot, e2e, server_ttft, server_queue;
   for (RequestResult& r : run->results) {
     if (r.has_final) ++reasons[ReasonName(r.final_msg.finish_reason())];
@@ -124,6 +162,7 @@ json BuildReport(const BenchOptions& options, const std::optional<v1::ModelInfo>
     generated_tokens += r.tokens;
     if (!r.has_final) continue;
     prompt_tokens += r.final_msg.usage().prompt_tokens();
+    cached_tokens += r.final_msg.usage().cached_tokens();
     if (r.ttft >= 0) ttft.push_back(r.ttft);
     e2e.push_back(r.e2e);
     itl.insert(itl.end(), r.itl.begin(), r.itl.end());
@@ -155,6 +194,8 @@ json BuildReport(const BenchOptions& options, const std::optional<v1::ModelInfo>
   j["duration_s"] = d;
   j["request_throughput"] = per_s(ok);
   j["prompt_tokens"] = prompt_tokens;
+  j["cached_tokens"] = cached_tokens;
+  j["prefix_hit_rate"] = HitRate(cached_tokens, prompt_tokens);
   j["generated_tokens"] = generated_tokens;
   j["prompt_tok_s"] = per_s(static_cast<double>(prompt_tokens));
   j["gen_tok_s"] = per_s(static_cast<double>(generated_tokens));
@@ -165,6 +206,7 @@ json BuildReport(const BenchOptions& options, const std::optional<v1::ModelInfo>
   j["e2e_s"] = SummaryJson(&e2e);
   j["server_ttft_s"] = SummaryJson(&server_ttft);
   j["server_queue_s"] = SummaryJson(&server_queue);
+  if (options.turns > 1) j["turns"] = TurnsJson(run->results, options.turns);
   return j;
 }
 
@@ -189,9 +231,15 @@ void PrintTable(const json& r, std::FILE* out) {
   const std::string mode = c["mode"] == "closed"
                                ? "closed loop, concurrency " + std::to_string(c["concurrency"].get<int>())
                                : "open loop, " + std::to_string(c["rate"].get<double>()) + " req/s";
-  std::fprintf(out, "%-28s %d requests, %s, input %d, output %d (%s)%s\n", "Workload:", c["requests"].get<int>(),
-               mode.c_str(), c["input_len"].get<int>(), c["output_len"].get<int>(),
-               c["len_dist"].get<std::string>().c_str(), c["ignore_eos"].get<bool>() ? ", ignore EOS" : "");
+  std::fprintf(out, "%-28s %d %s, %s, input %d, output %d (%s)%s\n", "Workload:", c["requests"].get<int>(),
+               c["turns"].get<int>() > 1 ? "conversations" : "requests", mode.c_str(), c["input_len"].get<int>(),
+               c["output_len"].get<int>(), c["len_dist"].get<std::string>().c_str(),
+               c["ignore_eos"].get<bool>() ? ", ignore EOS" : "");
+  if (c["shared_prefix_len"].get<int>() > 0 || c["turns"].get<int>() > 1) {
+    std::fprintf(out, "%-28s shared prefix %d tokens, %d turn(s)%s\n", "Prefix / turns:",
+                 c["shared_prefix_len"].get<int>(), c["turns"].get<int>(),
+                 c["cache_salt"].get<std::string>().empty() ? "" : ", cache salt set");
+  }
   std::fprintf(out, "%-28s %d / %d\n", "Requests ok / failed:", q["ok"].get<int>(), q["failed"].get<int>());
   for (const auto& [code, n] : q["failed_by_code"].items()) {
     std::fprintf(out, "  %-26s %d\n", code.c_str(), n.get<int>());
@@ -201,6 +249,9 @@ void PrintTable(const json& r, std::FILE* out) {
   std::fprintf(out, "%-28s %.2f req/s\n", "Request throughput:", r["request_throughput"].get<double>());
   std::fprintf(out, "%-28s %lld, %.1f tok/s\n", "Prompt tokens:", r["prompt_tokens"].get<long long>(),
                r["prompt_tok_s"].get<double>());
+  std::fprintf(out, "%-28s %lld of %lld prompt tokens, hit rate %.1f%%\n", "Cached tokens:",
+               r["cached_tokens"].get<long long>(), r["prompt_tokens"].get<long long>(),
+               100 * r["prefix_hit_rate"].get<double>());
   std::fprintf(out, "%-28s %lld, %.1f tok/s\n", "Generated tokens:", r["generated_tokens"].get<long long>(),
                r["gen_tok_s"].get<double>());
   std::fprintf(out, "%-28s %10s %10s %10s %10s %10s\n", "Latency (ms)", "mean", "p50", "p90", "p99", "max");
@@ -215,6 +266,18 @@ void PrintTable(const json& r, std::FILE* out) {
     std::fprintf(out, "  %-26s %10.2f %10.2f %10.2f %10.2f %10.2f\n", label, 1e3 * x["mean"].get<double>(),
                  1e3 * x["p50"].get<double>(), 1e3 * x["p90"].get<double>(), 1e3 * x["p99"].get<double>(),
                  1e3 * x["max"].get<double>());
+  }
+  if (r.contains("turns")) {
+    std::fprintf(out, "%-28s %10s %10s %10s %10s\n", "Per turn", "ok", "prompt", "hit rate", "TTFT p50");
+    for (const json& t : r["turns"]) {
+      std::fprintf(out, "  turn %-21d %10d %10lld %9.1f%% %8.2f ms\n", t["turn"].get<int>(), t["ok"].get<int>(),
+                   t["prompt_tokens"].get<long long>(), 100 * t["prefix_hit_rate"].get<double>(),
+                   1e3 * t["ttft_s"]["p50"].get<double>());
+    }
+  }
+  if (s.contains("prefix_caching")) {
+    std::fprintf(out, "%-28s %s, KV blocks cached %d (after the run)\n", "Server prefix caching:",
+                 s["prefix_caching"].get<bool>() ? "on" : "off", s["kv_blocks_cached"].get<int>());
   }
   std::fprintf(out, "%-28s running %d, waiting %d, KV blocks used %d, preemptions %s (%d polls)\n",
                "Server peaks:", s["peak_running"].get<int>(), s["peak_waiting"].get<int>(),

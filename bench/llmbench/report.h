@@ -2,12 +2,16 @@
 // and a table on stdout rendered from it.
 //
 // JSON fields (times in seconds): tool, label (--label), config{...}, model{...} (GetModelInfo; null if it
-// failed), server{...} (GetServerInfo before/after and peaks while running),
+// failed), server{...} (GetServerInfo before/after and peaks while running; prefix_caching
+// and kv_blocks_cached from the "after" view),
 // requests{total, ok, failed, failed_by_code{CODE: n}, mismatches, mismatch_detail{...},
 // finish_reasons{REASON: n}}, duration_s, request_throughput (req/s), prompt_tokens,
-// generated_tokens, prompt_tok_s, gen_tok_s, total_tok_s, and latency summaries
-// {count, mean, min, max, p50, p90, p99} ttft_s, itl_s, tpot_s, e2e_s, server_ttft_s,
-// server_queue_s. Token counts and latencies cover the requests that ended OK.
+// cached_tokens (sum of usage.cached_tokens: prompt tokens whose KV came from the prefix
+// cache), prefix_hit_rate (cached / prompt tokens), generated_tokens, prompt_tok_s,
+// gen_tok_s, total_tok_s, and latency summaries {count, mean, min, max, p50, p90, p99}
+// ttft_s, itl_s, tpot_s, e2e_s, server_ttft_s, server_queue_s; with --turns > 1 also
+// turns[{turn (1-based), ok, prompt_tokens, cached_tokens, prefix_hit_rate, ttft_s}].
+// Token counts and latencies cover the requests that ended OK.
 #pragma once
 
 #include <cstdio>

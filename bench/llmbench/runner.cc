@@ -8,6 +8,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+
+#include "bench/llmbench/workload.h"
 
 namespace llmbench {
 namespace {
@@ -24,10 +27,11 @@ void Track(const v1::ServerInfo& info, ServerView* view) {
 // runs the monitor thread (progress, GetServerInfo polls).
 class Runner : public CallSink {
  public:
-  Runner(const BenchOptions& options, Backend& backend, const std::vector<v1::GenerateRequest>& requests,
+  Runner(const BenchOptions& options, Backend& backend, std::vector<v1::GenerateRequest> requests,
          const std::vector<double>& arrivals)
-      : o_(options), backend_(backend), requests_(requests), arrivals_(arrivals) {
-    result_.results.resize(requests.size());
+      : o_(options), backend_(backend), turns_(std::max(options.turns, 1)), requests_(std::move(requests)),
+        arrivals_(arrivals) {
+    result_.results.resize(requests_.size());
     progress_ = o_.progress < 0 ? (isatty(STDERR_FILENO) ? 2 : 1) : o_.progress;
   }
 
@@ -39,19 +43,21 @@ class Runner : public CallSink {
     epoch_ = Clock::now();
     std::thread monitor([this] { Monitor(); });
     const size_t n = requests_.size();
-    const int limit = o_.concurrency > 0 ? o_.concurrency : static_cast<int>(n);
+    const size_t conversations = n / static_cast<size_t>(turns_);
+    const int limit = o_.concurrency > 0 ? o_.concurrency : static_cast<int>(conversations);
     {
       std::unique_lock<std::mutex> lock(mu_);
-      for (size_t i = 0; i < n; ++i) {
+      for (size_t c = 0; c < conversations; ++c) {
         if (!o_.closed_loop()) {
           const Clock::time_point at = epoch_ + std::chrono::duration_cast<Clock::duration>(
-                                                    std::chrono::duration<double>(arrivals_[i]));
+                                                    std::chrono::duration<double>(arrivals_[c]));
           while (Clock::now() < at) cv_.wait_until(lock, at);
         }
         cv_.wait(lock, [&] { return in_flight_ < limit; });
         ++in_flight_;
         lock.unlock();
-        backend_.Start(static_cast<int>(i), requests_[i], epoch_, this);
+        const size_t first_turn = c * static_cast<size_t>(turns_);
+        backend_.Start(static_cast<int>(first_turn), requests_[first_turn], epoch_, this);
         lock.lock();
       }
       cv_.wait(lock, [&] { return done_ == n; });
@@ -60,10 +66,12 @@ class Runner : public CallSink {
     monitor_cv_.notify_all();
     monitor.join();
     double first = 0, last = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const RequestResult& r = result_.results[i];
-      if (i == 0 || r.start < first) first = r.start;
+    bool any = false;
+    for (const RequestResult& r : result_.results) {
+      if (!r.started) continue;  // a turn never sent
+      first = any ? std::min(first, r.start) : r.start;
       last = std::max(last, r.end);
+      any = true;
     }
     result_.duration_seconds = last - first;
     if (backend_.PollServer(&result_.server.after)) {
@@ -74,17 +82,29 @@ class Runner : public CallSink {
   }
 
   void OnCallDone(int index, RequestResult result) override {
-    // Notify under the lock: once the last call is counted, Run may return and destroy cv_.
-    std::lock_guard<std::mutex> lock(mu_);
-    if (result.code == grpc::StatusCode::OK) {
-      ++ok_;
-    } else {
-      ++failed_;
+    const size_t i = static_cast<size_t>(index);
+    const bool ok = result.code == grpc::StatusCode::OK;
+    bool next_turn = false;
+    {
+      // Notify under the lock: once the last call is counted, Run may return and destroy cv_.
+      std::lock_guard<std::mutex> lock(mu_);
+      ++(ok ? ok_ : failed_);
+      ++done_;
+      result_.results[i] = std::move(result);
+      const int turn = index % turns_;
+      if (turn + 1 < turns_ && ok) {
+        // The conversation goes on: its next turn is still ours to change (not sent yet).
+        ChainTurn(requests_[i], result_.results[i].ids, &requests_[i + 1]);
+        next_turn = true;
+      } else {
+        SkipLaterTurns(i, turn);
+        --in_flight_;
+      }
+      cv_.notify_all();
     }
-    result_.results[static_cast<size_t>(index)] = std::move(result);
-    --in_flight_;
-    ++done_;
-    cv_.notify_all();
+    // Outside the lock: a backend may report a call from the thread that starts it. Run
+    // is still waiting (the next turn is not counted yet), so everything here lives on.
+    if (next_turn) backend_.Start(index + 1, requests_[i + 1], epoch_, this);
   }
 
  private:
@@ -118,6 +138,18 @@ class Runner : public CallSink {
     if (progress_ == 2) std::fprintf(stderr, "\r%s\n", ProgressLine(Clock::now()).c_str());
   }
 
+  // Turn `turn` (request i) of a conversation failed: its later turns are never sent and
+  // count as failed (mu_ held).
+  void SkipLaterTurns(size_t i, int turn) {
+    for (int t = turn + 1; t < turns_; ++t) {
+      RequestResult& skipped = result_.results[i + static_cast<size_t>(t - turn)];
+      skipped.code = grpc::StatusCode::ABORTED;
+      skipped.error = "not sent: an earlier turn of its conversation failed";
+      ++failed_;
+      ++done_;
+    }
+  }
+
   // "[=====>    ] 12/32 ok 12 failed 0 in flight 4 | 523.1 tok/s | 12.3 s" (mu_ held).
   std::string ProgressLine(Clock::time_point now) const {
     const double elapsed = std::chrono::duration<double>(now - epoch_).count();
@@ -141,7 +173,8 @@ class Runner : public CallSink {
 
   const BenchOptions& o_;
   Backend& backend_;
-  const std::vector<v1::GenerateRequest>& requests_;
+  const int turns_;                           // requests per conversation
+  std::vector<v1::GenerateRequest> requests_;  // a later turn's prompt is chained when it starts
   const std::vector<double>& arrivals_;
   int progress_ = 0;  // 0 off, 1 plain lines, 2 bar
   Clock::time_point epoch_;
@@ -157,9 +190,9 @@ class Runner : public CallSink {
 
 }  // namespace
 
-RunResult RunRequests(const BenchOptions& options, Backend& backend, const std::vector<v1::GenerateRequest>& requests,
+RunResult RunRequests(const BenchOptions& options, Backend& backend, std::vector<v1::GenerateRequest> requests,
                       const std::vector<double>& arrivals) {
-  Runner runner(options, backend, requests, arrivals);
+  Runner runner(options, backend, std::move(requests), arrivals);
   return runner.Run();
 }
 

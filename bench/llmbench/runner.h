@@ -2,6 +2,10 @@
 // one as soon as one ends; open loop: at their Poisson arrival times, at most
 // `concurrency` in flight when it is > 0), shows progress on stderr, polls GetServerInfo
 // about once a second for the server's view, and waits for every stream to end.
+// With options.turns > 1 the unit is a conversation: `concurrency` conversations in
+// flight, each sending its turns one after another (turn t+1 starts when turn t ends OK,
+// its prompt chained from turn t's prompt and output by ChainTurn); when a turn fails, the
+// conversation's later turns are not sent and count as failed (ABORTED).
 #pragma once
 
 #include <vector>
@@ -27,14 +31,15 @@ struct ServerView {
 
 // Everything the run produced.
 struct RunResult {
-  std::vector<RequestResult> results;  // by request index
+  std::vector<RequestResult> results;  // by request index (conversation * turns + turn)
   double duration_seconds = 0;         // first start -> last stream end
   ServerView server;
 };
 
-// Sends `requests` through `backend` (at arrivals[i] seconds after the start in open
-// loop) and waits for all of them; polls the backend's server view while they run.
-RunResult RunRequests(const BenchOptions& options, Backend& backend,
-                      const std::vector<llmserve::v1::GenerateRequest>& requests, const std::vector<double>& arrivals);
+// Sends `requests` (BuildRequests' order: conversation * turns + turn) through `backend`
+// (conversation c at arrivals[c] seconds after the start in open loop) and waits for all
+// of them; polls the backend's server view while they run. Results are by request index.
+RunResult RunRequests(const BenchOptions& options, Backend& backend, std::vector<llmserve::v1::GenerateRequest> requests,
+                      const std::vector<double>& arrivals);
 
 }  // namespace llmbench

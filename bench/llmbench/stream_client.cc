@@ -15,6 +15,7 @@ StreamCall::StreamCall(int index, v1::LlmService::Stub* stub, const v1::Generate
                           std::chrono::duration<double>(timeout_seconds)));
   }
   result_.itl.reserve(static_cast<size_t>(expected_tokens > 0 ? expected_tokens : 0));
+  result_.ids.reserve(static_cast<size_t>(expected_tokens > 0 ? expected_tokens : 0));
 }
 
 void StreamCall::Start() {
@@ -42,6 +43,7 @@ void StreamCall::OnReadDone(bool ok) {
       }
       last_token_ = now;
       result_.tokens += n;
+      result_.ids.insert(result_.ids.end(), message_.chunk().ids().begin(), message_.chunk().ids().end());
       sink_->tokens_received.fetch_add(n, std::memory_order_relaxed);
     }
   } else if (message_.has_final()) {

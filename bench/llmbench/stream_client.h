@@ -36,6 +36,7 @@ struct RequestResult {
   double ttft = -1;                      // -1: no token arrived
   double e2e = -1;                       // -1: no Final arrived
   int tokens = 0;                        // ids received in chunks
+  std::vector<int32_t> ids;              // those ids, in order (the next turn's prompt carries them)
   int chunks = 0;                        // Chunk messages
   std::vector<double> itl;               // per token after the first chunk
   bool has_final = false;

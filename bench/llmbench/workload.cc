@@ -56,6 +56,25 @@ absl::StatusOr<std::vector<std::string>> ReadPromptsFile(const std::string& path
   return prompts;
 }
 
+absl::Status CheckContext(const BenchOptions& o, const ModelLimits& limits) {
+  const int ctx = limits.context_length;
+  if (ctx <= 1 || !o.prompts_file.empty()) return absl::OkStatus();
+  if (o.turns > 1) {
+    const int64_t need = o.shared_prefix_len + static_cast<int64_t>(o.turns) * (o.input_len + o.output_len);
+    if (need > ctx) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a conversation needs ", need, " tokens (--shared-prefix-len ", o.shared_prefix_len, " + --turns ", o.turns,
+          " x (--input-len ", o.input_len, " + --output-len ", o.output_len, ")) but the model's context is ", ctx,
+          "; lower --turns, --input-len, --output-len or --shared-prefix-len"));
+    }
+  } else if (o.shared_prefix_len + 2 > ctx) {
+    return absl::InvalidArgumentError(absl::StrCat("--shared-prefix-len ", o.shared_prefix_len,
+                                                   " leaves no room for a prompt and output in the model's context of ",
+                                                   ctx, "; lower --shared-prefix-len"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<v1::GenerateRequest>> BuildRequests(const BenchOptions& options, const ModelLimits& limits,
                                                                const std::vector<std::string>& prompts,
                                                                std::mt19937_64* rng) {
@@ -64,24 +83,34 @@ absl::StatusOr<std::vector<v1::GenerateRequest>> BuildRequests(const BenchOption
     return absl::InvalidArgumentError(absl::StrCat("random-token prompts need a vocabulary larger than --token-offset (",
                                                    options.token_offset, "); vocab is ", limits.vocab));
   }
-  const std::vector<int> in_lens =
-      SampleLengths(options.requests, options.input_len, options.len_dist, options.range_ratio, rng);
-  const std::vector<int> out_lens =
-      SampleLengths(options.requests, options.output_len, options.len_dist, options.range_ratio, rng);
-  std::vector<v1::GenerateRequest> requests(static_cast<size_t>(options.requests));
-  for (int i = 0; i < options.requests; ++i) {
+  if (absl::Status s = CheckContext(options, limits); !s.ok()) return s;
+  const int turns = std::max(options.turns, 1);
+  const int n = options.requests * turns;
+  const std::vector<int> in_lens = SampleLengths(n, options.input_len, options.len_dist, options.range_ratio, rng);
+  const std::vector<int> out_lens = SampleLengths(n, options.output_len, options.len_dist, options.range_ratio, rng);
+  // Drawn once (after the lengths, so a run without a prefix draws what it always did).
+  const std::vector<int32_t> prefix =
+      random_tokens ? RandomPrompt(options.shared_prefix_len, options.token_offset, limits, rng)
+                    : std::vector<int32_t>();
+  const int prefix_len = static_cast<int>(prefix.size());
+  std::vector<v1::GenerateRequest> requests(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
     v1::GenerateRequest& r = requests[static_cast<size_t>(i)];
-    r.set_request_id(absl::StrCat("llmbench-", i));
+    const int turn = i % turns;
+    r.set_request_id(turns == 1 ? absl::StrCat("llmbench-", i) : absl::StrCat("llmbench-", i / turns, "-", turn));
     int in_len = in_lens[static_cast<size_t>(i)];
     int out_len = out_lens[static_cast<size_t>(i)];
     const int ctx = limits.context_length;
     if (random_tokens) {
-      if (ctx > 1) {
-        in_len = std::min(in_len, ctx - 1);
-        out_len = std::min(out_len, ctx - in_len);
+      // Multi-turn conversations fit whole (CheckContext); one turn is clamped here.
+      if (ctx > 1 && turns == 1) {
+        in_len = std::min(in_len, ctx - 1 - prefix_len);
+        out_len = std::min(out_len, ctx - prefix_len - in_len);
       }
-      const std::vector<int32_t> ids = RandomPrompt(in_len, options.token_offset, limits, rng);
-      r.mutable_tokens()->mutable_ids()->Assign(ids.begin(), ids.end());
+      auto* ids = r.mutable_tokens()->mutable_ids();
+      if (turn == 0) ids->Assign(prefix.begin(), prefix.end());
+      const std::vector<int32_t> own = RandomPrompt(in_len, options.token_offset, limits, rng);
+      ids->Add(own.begin(), own.end());
     } else {
       if (ctx > 1) out_len = std::min(out_len, ctx - 1);
       r.set_text(prompts[static_cast<size_t>(i) % prompts.size()]);
@@ -92,8 +121,17 @@ absl::StatusOr<std::vector<v1::GenerateRequest>> BuildRequests(const BenchOption
     if (options.top_k) r.set_top_k(*options.top_k);
     if (options.top_p) r.set_top_p(*options.top_p);
     r.set_seed(options.seed + static_cast<uint64_t>(i));
+    if (!options.cache_salt.empty()) r.set_cache_salt(options.cache_salt);
   }
   return requests;
+}
+
+void ChainTurn(const v1::GenerateRequest& prev, const std::vector<int32_t>& generated, v1::GenerateRequest* next) {
+  const auto& own = next->tokens().ids();
+  std::vector<int32_t> ids(prev.tokens().ids().begin(), prev.tokens().ids().end());
+  ids.insert(ids.end(), generated.begin(), generated.end());
+  ids.insert(ids.end(), own.begin(), own.end());
+  next->mutable_tokens()->mutable_ids()->Assign(ids.begin(), ids.end());
 }
 
 }  // namespace llmbench

@@ -35,13 +35,32 @@ std::vector<double> PoissonArrivals(int n, double rate, std::mt19937_64* rng);
 // One JSON string per non-empty line (llmrun's --prompts-file format).
 absl::StatusOr<std::vector<std::string>> ReadPromptsFile(const std::string& path);
 
-// The requests to send, in order. Random-token prompts when `prompts` is empty (needs
-// limits.vocab > options.token_offset), else prompt i % prompts.size() as text. Lengths
-// are clamped so that prompt + output fit limits.context_length when it is known (text
-// prompts: the output alone). Request ids are "llmbench-<i>"; sampling seed options.seed + i.
+// OK when the workload fits limits.context_length (unknown = always): with --turns > 1 a
+// whole conversation, shared prefix + turns x (input + output), must fit (the last turn's
+// prompt holds all earlier turns); with one turn the shared prefix must leave room for one
+// own prompt token and one generated token (the rest is clamped by BuildRequests).
+// INVALID_ARGUMENT naming the flags to lower otherwise.
+absl::Status CheckContext(const BenchOptions& options, const ModelLimits& limits);
+
+// The requests to send, options.requests x options.turns of them, request index =
+// conversation * turns + turn. Random-token prompts when `prompts` is empty (needs
+// limits.vocab > options.token_offset), else prompt i % prompts.size() as text. A random
+// prompt is the shared prefix (options.shared_prefix_len ids drawn once, the same for all
+// requests) then the request's own input-length ids. Turn 0 of a conversation is complete;
+// a later turn holds only its own new ("user") ids until ChainTurn prepends the previous
+// turn's prompt and output. Single-turn lengths are clamped so that prompt + output fit
+// limits.context_length when it is known (text prompts: the output alone); multi-turn
+// workloads must pass CheckContext (else its error). Request ids are "llmbench-<i>" (one
+// turn) or "llmbench-<conversation>-<turn>"; sampling seed options.seed + index.
 absl::StatusOr<std::vector<llmserve::v1::GenerateRequest>> BuildRequests(const BenchOptions& options,
                                                                          const ModelLimits& limits,
                                                                          const std::vector<std::string>& prompts,
                                                                          std::mt19937_64* rng);
+
+// Makes `next` (a later turn from BuildRequests, holding only its own ids) the next turn of
+// `prev`'s conversation: its prompt becomes prev's prompt, then `generated` (the ids prev's
+// stream returned), then its own ids.
+void ChainTurn(const llmserve::v1::GenerateRequest& prev, const std::vector<int32_t>& generated,
+               llmserve::v1::GenerateRequest* next);
 
 }  // namespace llmbench

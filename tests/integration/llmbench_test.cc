@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "bench/llmbench/options.h"
 #include "bench/llmbench/stats.h"
 #include "bench/llmbench/workload.h"
 #include "gtest/gtest.h"
@@ -105,6 +107,108 @@ TEST(LlmbenchWorkloadTest, RequestsFitTheContextAndCarryTheOptions) {
   EXPECT_FALSE(llmbench::BuildRequests(o, {/*vocab=*/4}, {}, &rng).ok()) << "vocab not above --token-offset";
 }
 
+TEST(LlmbenchWorkloadTest, SharedPrefixOpensEveryPromptThenOwnIds) {
+  llmbench::BenchOptions o;
+  o.requests = 5;
+  o.shared_prefix_len = 16;
+  o.input_len = 10;
+  o.output_len = 4;
+  std::mt19937_64 rng(11);
+  const llmbench::ModelLimits limits{/*vocab=*/300, /*context_length=*/120, 256, 257};
+  auto reqs = llmbench::BuildRequests(o, limits, {}, &rng);
+  ASSERT_TRUE(reqs.ok()) << reqs.status();
+  ASSERT_EQ(reqs->size(), 5u);
+  const auto& first = (*reqs)[0].tokens().ids();
+  for (const auto& r : *reqs) {
+    ASSERT_EQ(r.tokens().ids_size(), 26) << "prefix + input";
+    for (int k = 0; k < 16; ++k) ASSERT_EQ(r.tokens().ids(k), first[k]) << "id " << k;
+    EXPECT_EQ(r.max_tokens(), 4);
+    EXPECT_TRUE(r.cache_salt().empty()) << "no --cache-salt";
+  }
+  bool own_differ = false;
+  for (int k = 16; k < 26; ++k) own_differ = own_differ || (*reqs)[0].tokens().ids(k) != (*reqs)[1].tokens().ids(k);
+  EXPECT_TRUE(own_differ) << "each request's own part is its own";
+  // Clamped into the context: 100 prefix + at most 19 own ids + at least 1 output.
+  o.shared_prefix_len = 100;
+  o.input_len = 30;
+  o.cache_salt = "tenant-a";
+  auto clamped = llmbench::BuildRequests(o, limits, {}, &rng);
+  ASSERT_TRUE(clamped.ok()) << clamped.status();
+  EXPECT_EQ((*clamped)[0].tokens().ids_size(), 119);
+  EXPECT_EQ((*clamped)[0].max_tokens(), 1);
+  EXPECT_EQ((*clamped)[0].cache_salt(), "tenant-a");
+  o.shared_prefix_len = 119;  // no room for an own id and an output
+  EXPECT_FALSE(llmbench::CheckContext(o, limits).ok());
+  EXPECT_FALSE(llmbench::BuildRequests(o, limits, {}, &rng).ok());
+}
+
+TEST(LlmbenchWorkloadTest, TurnsChainPromptOutputAndNewIds) {
+  llmbench::BenchOptions o;
+  o.requests = 2;
+  o.turns = 3;
+  o.shared_prefix_len = 8;
+  o.input_len = 5;
+  o.output_len = 4;
+  o.seed = 3;
+  std::mt19937_64 rng(o.seed);
+  const llmbench::ModelLimits limits{/*vocab=*/300, /*context_length=*/8 + 3 * (5 + 4), 256, 257};
+  ASSERT_TRUE(llmbench::CheckContext(o, limits).ok()) << "exactly the context";
+  auto reqs = llmbench::BuildRequests(o, limits, {}, &rng);
+  ASSERT_TRUE(reqs.ok()) << reqs.status();
+  ASSERT_EQ(reqs->size(), 6u) << "conversations x turns";
+  EXPECT_EQ((*reqs)[5].request_id(), "llmbench-1-2");
+  EXPECT_EQ((*reqs)[5].seed(), 3u + 5);
+  for (size_t c = 0; c < 2; ++c) {
+    std::vector<llmserve::v1::GenerateRequest> conv((*reqs).begin() + 3 * c, (*reqs).begin() + 3 * c + 3);
+    EXPECT_EQ(conv[0].tokens().ids_size(), 8 + 5) << "turn 1: prefix + own";
+    for (int k = 0; k < 8; ++k) EXPECT_EQ(conv[0].tokens().ids(k), (*reqs)[0].tokens().ids(k)) << "shared prefix";
+    for (int t = 1; t < 3; ++t) {
+      SCOPED_TRACE(t);
+      const llmserve::v1::GenerateRequest own = conv[t];
+      ASSERT_EQ(own.tokens().ids_size(), 5) << "a later turn holds its new ids until chained";
+      const std::vector<int32_t> generated = {7, 8, 9, static_cast<int32_t>(10 + t)};
+      llmbench::ChainTurn(conv[t - 1], generated, &conv[t]);
+      const auto& prev = conv[t - 1].tokens().ids();
+      const auto& ids = conv[t].tokens().ids();
+      ASSERT_EQ(ids.size(), prev.size() + 4 + 5);
+      for (int k = 0; k < prev.size(); ++k) ASSERT_EQ(ids[k], prev[k]) << "extends the previous prompt";
+      for (int k = 0; k < 4; ++k) ASSERT_EQ(ids[prev.size() + k], generated[static_cast<size_t>(k)]) << "then its output";
+      for (int k = 0; k < 5; ++k) ASSERT_EQ(ids[prev.size() + 4 + k], own.tokens().ids(k)) << "then the new ids";
+    }
+    EXPECT_EQ(conv[2].tokens().ids_size() + conv[2].max_tokens(), limits.context_length);
+  }
+  o.turns = 4;  // 8 + 4 x 9 > 35
+  const absl::Status too_long = llmbench::CheckContext(o, limits);
+  EXPECT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.message().find("lower --turns"), std::string::npos) << too_long;
+  EXPECT_FALSE(llmbench::BuildRequests(o, limits, {}, &rng).ok());
+}
+
+TEST(LlmbenchOptionsTest, PrefixAndTurnsRefuseWhatTheyCannotDo) {
+  llmbench::BenchOptions o;
+  o.turns = 2;
+  EXPECT_TRUE(o.Validate().ok()) << o.Validate();
+  o.rate = 5;
+  EXPECT_FALSE(o.Validate().ok()) << "turns are closed loop only";
+  o.rate = 0;
+  o.len_dist = llmbench::LengthDist::kUniform;
+  EXPECT_FALSE(o.Validate().ok()) << "turns use fixed lengths";
+  o.len_dist = llmbench::LengthDist::kFixed;
+  o.prompts_file = "p.jsonl";
+  EXPECT_FALSE(o.Validate().ok()) << "turns need token prompts";
+  o.turns = 1;
+  o.shared_prefix_len = 4;
+  EXPECT_FALSE(o.Validate().ok()) << "a shared prefix needs token prompts";
+  o.prompts_file.clear();
+  EXPECT_TRUE(o.Validate().ok()) << o.Validate();
+  o.llamacpp_cache_prompt = true;
+  EXPECT_FALSE(o.Validate().ok()) << "--llamacpp-cache-prompt without --backend llamacpp";
+  o.backend = "llamacpp";
+  EXPECT_TRUE(o.Validate().ok()) << o.Validate();
+  o.turns = 0;
+  EXPECT_FALSE(o.Validate().ok());
+}
+
 // Runs the llmbench binary with `args` plus --json FILE; the parsed report (null if none).
 json RunLlmbench(const std::vector<std::string>& args, ProcessResult* result) {
   static int n = 0;
@@ -182,6 +286,33 @@ TEST_F(LlmbenchDemoTest, ClosedLoopReportsEveryRequestAndToken) {
   EXPECT_NE(p.out.find("Requests ok / failed:"), std::string::npos) << p.out;
 }
 
+TEST_F(LlmbenchDemoTest, TurnsWithASharedPrefixReportPerTurnAndCacheFigures) {
+  ProcessResult p;
+  const json r = RunLlmbench({"--addr", server_->address(), "--requests", "4", "--concurrency", "2",
+                              "--shared-prefix-len", "32", "--input-len", "8", "--output-len", "8", "--turns", "3",
+                              "--ignore-eos", "--cache-salt", "t1"},
+                             &p);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  ASSERT_TRUE(r.is_object()) << p.out;
+  EXPECT_EQ(r["config"]["turns"], 3);
+  EXPECT_EQ(r["requests"]["total"], 12) << "4 conversations x 3 turns";
+  EXPECT_EQ(r["requests"]["ok"], 12);
+  EXPECT_EQ(r["requests"]["mismatches"], 0);
+  EXPECT_EQ(r["generated_tokens"], 96);
+  // Turn t's prompt: 32 + 8 on turn 1, then + 8 generated + 8 new per turn.
+  ASSERT_EQ(r["turns"].size(), 3u);
+  EXPECT_EQ(r["turns"][0]["prompt_tokens"], 4 * 40);
+  EXPECT_EQ(r["turns"][1]["prompt_tokens"], 4 * 56);
+  EXPECT_EQ(r["turns"][2]["prompt_tokens"], 4 * 72);
+  EXPECT_EQ(r["prompt_tokens"], 4 * (40 + 56 + 72));
+  EXPECT_EQ(r["turns"][2]["ttft_s"]["count"], 4);
+  EXPECT_GE(r["cached_tokens"].get<int>(), 0);
+  EXPECT_LE(r["cached_tokens"].get<int>(), r["prompt_tokens"].get<int>());
+  EXPECT_TRUE(r["server"].contains("kv_blocks_cached"));
+  EXPECT_NE(p.out.find("Per turn"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("hit rate"), std::string::npos) << p.out;
+}
+
 TEST_F(LlmbenchDemoTest, OpenLoopWithTextPromptsAndDashedOrUnderscoredFlags) {
   const std::string prompts = absl::StrCat(::testing::TempDir(), "/llmbench_prompts_", getpid(), ".jsonl");
   {
@@ -226,6 +357,7 @@ TEST(LlmbenchUsageTest, BadFlagsExitTwo) {
   EXPECT_EQ(RunProcess({LLMBENCH_BINARY, "--no-such-flag", "1"}).exit_code, 2);
   EXPECT_EQ(RunProcess({LLMBENCH_BINARY, "--requests", "0"}).exit_code, 2);
   EXPECT_EQ(RunProcess({LLMBENCH_BINARY, "--len-dist", "normal"}).exit_code, 2);
+  EXPECT_EQ(RunProcess({LLMBENCH_BINARY, "--turns", "2", "--rate", "5"}).exit_code, 2);
   const ProcessResult help = RunProcess({LLMBENCH_BINARY, "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--input-len"), std::string::npos);
