@@ -113,6 +113,7 @@ absl::StatusOr<RequestHandle> Engine::Submit(EngineRequest request) {
   auto seq = std::make_unique<Sequence>();
   seq->request_id = std::move(request.request_id);
   seq->prompt = std::move(request.prompt);
+  seq->cache_salt = std::move(request.cache_salt);
   seq->sampling = request.sampling;
   seq->sampling.seed = seed;
   seq->stop = std::move(request.stop);
@@ -294,6 +295,11 @@ void Engine::Publish() {
   s.blocks_used = scheduler_->blocks().num_used();
   s.block_size = config_.scheduler.block_size;
   s.preemptions = scheduler_->num_preemptions();
+  s.prefix_caching = scheduler_->config().prefix_caching;
+  s.blocks_cached = scheduler_->blocks().num_cached();
+  s.prefix_query_tokens = scheduler_->prefix_query_tokens();
+  s.prefix_hit_tokens = scheduler_->prefix_hit_tokens();
+  s.prefix_evictions = scheduler_->blocks().num_evictions();
   s.steps = steps_;
   const int32_t finished = outputs_->TakeNumFinished();
   bool idle = false;

@@ -58,6 +58,7 @@ struct EngineRequest {
   SamplingParams sampling;
   StopConditions stop;
   absl::Time deadline = absl::InfiniteFuture();  // aborted with kFinishedDeadline after it
+  std::string cache_salt;       // prefix caching: shares cached blocks only with equal salts
 };
 
 // What Submit returns: the engine's id for Abort, and the channel to read.
@@ -74,6 +75,11 @@ struct EngineStats {
   int32_t blocks_used = 0;
   int32_t block_size = 0;
   int64_t preemptions = 0;      // since start
+  bool prefix_caching = false;
+  int32_t blocks_cached = 0;    // free blocks still holding a cached prefix (evictable)
+  int64_t prefix_query_tokens = 0;  // since start: tokens looked up in the prefix cache
+  int64_t prefix_hit_tokens = 0;    // since start: of those, taken from the cache
+  int64_t prefix_evictions = 0;     // since start: cached blocks evicted for new ones
   int64_t steps = 0;            // since start
   bool draining = false;
 };

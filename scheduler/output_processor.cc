@@ -153,6 +153,7 @@ void OutputProcessor::Finish(std::unique_ptr<Sequence> seq, const absl::Status& 
   f.total_time = Since(s.times.arrival, s.times.finished);
   f.seed = r.seed;
   f.preemptions = s.num_preemptions;
+  f.cached_tokens = s.num_cached_tokens;
 
   if (observer_ != nullptr) observer_->OnFinished(s, f);
   spdlog::info("request {} ({}) finished: {}, {} prompt + {} completion tokens, ttft {}, total {}{}", s.id,

@@ -57,6 +57,7 @@ struct GenerationFinal {
   absl::Duration total_time;      // arrival → finish
   uint64_t seed = 0;              // the sampling seed used
   int32_t preemptions = 0;
+  int32_t cached_tokens = 0;    // prompt tokens whose KV came from the prefix cache
 };
 
 using ChannelEvent = std::variant<GenerationDelta, GenerationFinal>;

@@ -53,6 +53,9 @@ ABSL_FLAG(int32_t, prefill_spread_steps, llmserve::EngineSpec{}.prefill_spread_s
 ABSL_FLAG(int32_t, mixed_step_tokens, llmserve::EngineSpec{}.mixed_step_tokens,
           "mixed policy with piggybacking: rows a decode step is filled up to with prompt tokens (about where a "
           "decode step stops costing just one read of the weights)");
+ABSL_FLAG(std::string, prefix_caching, llmserve::EngineSpec{}.prefix_caching ? "on" : "off",
+          "on: keep computed KV blocks after their requests end and share them with later requests whose "
+          "prompts start with the same tokens (and cache_salt); off: every prompt is computed in full");
 ABSL_FLAG(int32_t, channel_capacity, llmserve::EngineSpec{}.channel_capacity,
           "output deltas queued per stream before they coalesce");
 
@@ -186,6 +189,11 @@ absl::StatusOr<EngineSpec> EngineSpecFromFlags() {
   s.piggyback = *piggyback;
   s.prefill_spread_steps = absl::GetFlag(FLAGS_prefill_spread_steps);
   s.mixed_step_tokens = absl::GetFlag(FLAGS_mixed_step_tokens);
+  const std::string prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
+  if (prefix_caching != "on" && prefix_caching != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("--prefix-caching=", prefix_caching, ": must be on or off"));
+  }
+  s.prefix_caching = prefix_caching == "on";
   s.channel_capacity = absl::GetFlag(FLAGS_channel_capacity);
   if (absl::Status st = s.Validate(); !st.ok()) return st;
   return s;

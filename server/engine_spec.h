@@ -61,6 +61,7 @@ struct EngineSpec {
                                        // decode steps; 0 = off (scheduler/scheduler.h)
   int32_t mixed_step_tokens = SchedulerConfig{}.mixed_step_tokens;  // piggybacking: fill decode steps up to
                                                                     // this many rows
+  bool prefix_caching = SchedulerConfig{}.prefix_caching;  // share computed KV blocks by prompt prefix
   int32_t channel_capacity = static_cast<int32_t>(EngineConfig{}.channel_capacity);  // deltas queued per
                                                                                      // stream before they coalesce
 

@@ -142,6 +142,8 @@ void LlmService::FillServerInfo(llmserve::v1::ServerInfo* response) const {
   response->set_max_batched_tokens(sc.max_batched_tokens);
   response->set_step_policy(StepPolicyName(sc.step_policy));
   response->set_draining(s.draining);
+  response->set_kv_blocks_cached(s.blocks_cached);
+  response->set_prefix_caching(s.prefix_caching);
 }
 
 }  // namespace llmserve

@@ -85,6 +85,12 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(prometheus::Registry& r
     m->kv_usage_ = f.Gauge("kv_cache_usage_perc", "KV cache usage: used blocks / total blocks (0-1).");
     m->kv_blocks_total_ = f.Gauge("kv_cache_num_blocks", "KV cache blocks in the pool.");
     m->kv_blocks_used_ = f.Gauge("kv_cache_blocks_used", "KV cache blocks held by requests.");
+    m->kv_blocks_cached_ =
+        f.Gauge("kv_cache_blocks_cached", "Free KV cache blocks that still hold a cached prefix (evictable).");
+    m->prefix_queries_ = f.Counter("prefix_cache_queries_total", "Tokens looked up in the prefix cache at admission.");
+    m->prefix_hits_ = f.Counter("prefix_cache_hits_total", "Tokens found in the prefix cache (not computed).");
+    m->prefix_evictions_ =
+        f.Counter("prefix_cache_evictions_total", "Cached KV blocks evicted to make room for new ones.");
     f.Gauges("engine_config_info", "Engine configuration (value 1; the settings are labels).")
         .Add({{"block_size", absl::StrCat(info.block_size)},
               {"weight_dtype", info.weight_dtype},
@@ -143,6 +149,15 @@ void Metrics::OnStats(const EngineStats& s) {
   kv_blocks_total_->Set(s.blocks_total);
   kv_blocks_used_->Set(s.blocks_used);
   kv_usage_->Set(s.blocks_total > 0 ? static_cast<double>(s.blocks_used) / s.blocks_total : 0.0);
+  kv_blocks_cached_->Set(s.blocks_cached);
+  // The engine's counts are cumulative; the counters take what is new since the last call.
+  auto advance = [](prometheus::Counter* c, int64_t now, int64_t& last) {
+    if (now > last) c->Increment(static_cast<double>(now - last));
+    last = now;
+  };
+  advance(prefix_queries_, s.prefix_query_tokens, last_prefix_queries_);
+  advance(prefix_hits_, s.prefix_hit_tokens, last_prefix_hits_);
+  advance(prefix_evictions_, s.prefix_evictions, last_prefix_evictions_);
 }
 
 void Metrics::OnStep(const StepReport& r) {

@@ -2,7 +2,9 @@
 // list is a contract with deploy/prometheus and deploy/grafana), fed by the engine as its
 // observer and by the Generate reactor for requests refused at the door.
 //
-//   engine thread ── OnStats ──▶ gauges: num_requests_running/_waiting, kv_cache_*
+//   engine thread ── OnStats ──▶ gauges: num_requests_running/_waiting, kv_cache_*;
+//                                prefix_cache_queries_total, prefix_cache_hits_total,
+//                                prefix_cache_evictions_total (the engine's running counts)
 //                 ── OnStep  ──▶ iteration_tokens, engine_step_duration_seconds{phase},
 //                                num_preemptions_total
 //                 ── OnToken ──▶ generation_tokens_total, inter_token_latency_seconds,
@@ -85,6 +87,11 @@ class Metrics final : public EngineObserver {
   prometheus::Gauge* kv_usage_ = nullptr;
   prometheus::Gauge* kv_blocks_total_ = nullptr;
   prometheus::Gauge* kv_blocks_used_ = nullptr;
+  prometheus::Gauge* kv_blocks_cached_ = nullptr;
+  prometheus::Counter* prefix_queries_ = nullptr;
+  prometheus::Counter* prefix_hits_ = nullptr;
+  prometheus::Counter* prefix_evictions_ = nullptr;
+  int64_t last_prefix_queries_ = 0, last_prefix_hits_ = 0, last_prefix_evictions_ = 0;  // engine thread
   prometheus::Counter* prompt_tokens_ = nullptr;
   prometheus::Counter* generation_tokens_ = nullptr;
   prometheus::Counter* preemptions_ = nullptr;

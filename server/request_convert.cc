@@ -123,6 +123,11 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const v1::GenerateRequest& request
                                 request.request_id().size()));
   }
   out.request_id = request.request_id().empty() ? std::string(fallback_id) : request.request_id();
+  if (request.cache_salt().size() > kMaxCacheSaltBytes) {
+    return Invalid(absl::StrCat("cache_salt must be at most ", kMaxCacheSaltBytes, " bytes, got ",
+                                request.cache_salt().size()));
+  }
+  out.cache_salt = request.cache_salt();
   if (request.input_case() == v1::GenerateRequest::INPUT_NOT_SET) {
     return Invalid("input is required: set text, tokens or chat");
   }
@@ -225,6 +230,7 @@ void ToFinal(const GenerationFinal& f, const std::string& request_id, v1::Final*
   if (f.reason == SequenceState::kFinishedStopString) out->set_stop_sequence(f.stop_string);
   out->mutable_usage()->set_prompt_tokens(f.prompt_tokens);
   out->mutable_usage()->set_completion_tokens(f.completion_tokens);
+  out->mutable_usage()->set_cached_tokens(f.cached_tokens);
   out->mutable_timings()->set_queue_seconds(absl::ToDoubleSeconds(f.queue_time));
   out->mutable_timings()->set_time_to_first_token_seconds(absl::ToDoubleSeconds(f.time_to_first_token));
   out->mutable_timings()->set_total_seconds(absl::ToDoubleSeconds(f.total_time));

@@ -25,6 +25,7 @@
 namespace llmserve {
 
 inline constexpr size_t kMaxRequestIdBytes = 128;   // GenerateRequest.request_id
+inline constexpr size_t kMaxCacheSaltBytes = 256;   // GenerateRequest.cache_salt
 inline constexpr float kMaxTemperature = 100.0f;    // GenerateRequest.temperature
 inline constexpr int32_t kDefaultMaxTokens = 256;   // GenerateRequest.max_tokens when unset
 inline constexpr size_t kMaxStopStrings = 16;       // GenerateRequest.stop entries

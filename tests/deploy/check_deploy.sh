@@ -48,9 +48,10 @@ errors = []
 
 # Metric names exported by llmserve under the default prefix (docs/OPERATIONS.md).
 GAUGES = ["num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
-          "kv_cache_num_blocks", "kv_cache_blocks_used", "engine_config_info"]
+          "kv_cache_num_blocks", "kv_cache_blocks_used", "kv_cache_blocks_cached", "engine_config_info"]
 COUNTERS = ["prompt_tokens_total", "generation_tokens_total", "request_success_total",
-            "request_failure_total", "num_preemptions_total"]
+            "request_failure_total", "num_preemptions_total", "prefix_cache_queries_total",
+            "prefix_cache_hits_total", "prefix_cache_evictions_total"]
 HISTOGRAMS = ["time_to_first_token_seconds", "inter_token_latency_seconds",
               "e2e_request_latency_seconds", "request_queue_time_seconds",
               "request_prefill_time_seconds", "request_decode_time_seconds",

@@ -199,6 +199,22 @@ class FakeEngineModel final : public EngineModel {
     if (state_->TakeFailure()) return absl::InternalError("injected failure");
     ++batch_no_;
     std::vector<uint64_t> row_hash(batch.tokens.size(), 0);
+    // Blocks written in this batch belong to one sequence; a block another sequence of
+    // the batch only reads (a shared prefix-cache block) must not be written.
+    for (size_t si = 0; si < batch.seqs.size(); ++si) {
+      const ForwardBatch::Seq& s = batch.seqs[si];
+      if (s.rows < 1) continue;
+      for (int64_t j = s.cached / o_.block_size; j <= (s.cached + s.rows - 1) / o_.block_size; ++j) {
+        if (j >= static_cast<int64_t>(s.block_table.size())) break;
+        const int32_t b = s.block_table[static_cast<size_t>(j)];
+        if (b < 0 || b >= o_.num_blocks) continue;
+        int64_t& own = owner_[static_cast<size_t>(b)];
+        if (own / 1000000 == batch_no_ && own % 1000000 != static_cast<int64_t>(si)) {
+          Note(absl::StrCat("block ", b, " is written by two sequences of one batch"));
+        }
+        own = batch_no_ * 1000000 + static_cast<int64_t>(si);
+      }
+    }
     int32_t next_row = 0;
     for (size_t si = 0; si < batch.seqs.size(); ++si) {
       const ForwardBatch::Seq& s = batch.seqs[si];
@@ -211,10 +227,10 @@ class FakeEngineModel final : public EngineModel {
       }
       for (int32_t b : s.block_table) {
         if (b < 0 || b >= o_.num_blocks) return Bad(absl::StrCat("seq ", si, ": block id ", b, " out of range"));
-        int64_t& own = owner_[static_cast<size_t>(b)];
-        if (own == batch_no_ * 1000000 + static_cast<int64_t>(si)) continue;
-        if (own / 1000000 == batch_no_) Note(absl::StrCat("block ", b, " is in two sequences of one batch"));
-        own = batch_no_ * 1000000 + static_cast<int64_t>(si);
+        const int64_t own = owner_[static_cast<size_t>(b)];
+        if (own / 1000000 == batch_no_ && own % 1000000 != static_cast<int64_t>(si)) {
+          Note(absl::StrCat("block ", b, " is written by one sequence of a batch and read by another"));
+        }
       }
       for (int32_t i = 0; i < s.rows; ++i) {
         const int32_t row = s.row_start + i;
@@ -280,7 +296,7 @@ class FakeEngineModel final : public EngineModel {
   FakeModelOptions o_;
   std::shared_ptr<FakeModelState> state_;
   std::vector<Slot> slots_;
-  std::vector<int64_t> owner_;  // batch_no * 1e6 + seq index of the last user
+  std::vector<int64_t> owner_;  // batch_no * 1e6 + seq index of the last writer
   int64_t batch_no_ = 0;
 };
 

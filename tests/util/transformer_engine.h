@@ -20,6 +20,7 @@ struct TransformerEngineOptions {
   int32_t max_running = 32;
   int32_t max_batched_tokens = 256;
   int32_t max_prefill_chunk = 64;
+  bool prefix_caching = true;
 };
 
 inline absl::StatusOr<std::unique_ptr<Engine>> StartTransformerEngine(std::unique_ptr<Transformer> model,
@@ -34,6 +35,7 @@ inline absl::StatusOr<std::unique_ptr<Engine>> StartTransformerEngine(std::uniqu
   c.scheduler.max_running = o.max_running;
   c.scheduler.max_batched_tokens = o.max_batched_tokens;
   c.scheduler.max_prefill_chunk = o.max_prefill_chunk;
+  c.scheduler.prefix_caching = o.prefix_caching;
   if (tok->eos_id() >= 0) c.scheduler.eos_ids = {tok->eos_id()};
   auto e = Engine::Create(c, MakeTransformerEngineModel(std::move(model), *std::move(cache), 2), tok);
   if (!e.ok()) return e.status();
