@@ -97,18 +97,7 @@ class EnginePrefixCacheTest : public ::testing::TestWithParam<ModelFile> {
   }
 
   static std::vector<std::vector<int32_t>> Run(Engine& e, const std::vector<EngineRequest>& reqs) {
-    std::vector<RequestHandle> hs;
-    for (const EngineRequest& r : reqs) {
-      auto h = e.Submit(r);
-      EXPECT_TRUE(h.ok()) << h.status();
-      hs.push_back(h.ok() ? *h : RequestHandle{});
-    }
-    std::vector<std::vector<int32_t>> out;
-    for (const RequestHandle& h : hs) {
-      auto g = h.channel == nullptr ? absl::InternalError("not submitted") : CollectGeneration(*h.channel, kWait);
-      EXPECT_TRUE(g.ok()) << g.status();
-      out.push_back(g.ok() ? g->ids : std::vector<int32_t>{});
-    }
+    auto out = testing::SubmitAndCollect(e, reqs, kWait);
     EXPECT_TRUE(e.WaitIdle(kWait));
     const EngineStats s = e.Stats();
     EXPECT_EQ(s.blocks_used, 0);

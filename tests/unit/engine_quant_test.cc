@@ -73,25 +73,8 @@ class EngineQuantTest : public ::testing::TestWithParam<const char*> {
   }
 
   static std::vector<std::vector<int32_t>> RunTogether(Engine& e, const std::vector<EngineRequest>& reqs) {
-    std::vector<RequestHandle> hs;
-    for (const EngineRequest& r : reqs) {
-      auto h = e.Submit(r);
-      EXPECT_TRUE(h.ok()) << h.status();
-      hs.push_back(h.ok() ? *h : RequestHandle{});
-    }
-    std::vector<std::vector<int32_t>> out;
-    for (const RequestHandle& h : hs) {
-      if (h.channel == nullptr) {
-        out.emplace_back();
-        continue;
-      }
-      auto g = CollectGeneration(*h.channel, kWait);
-      EXPECT_TRUE(g.ok()) << g.status();
-      out.push_back(g.ok() ? g->ids : std::vector<int32_t>{});
-      if (g.ok()) {
-        EXPECT_EQ(g->ids.size(), static_cast<size_t>(kMaxTokens));
-      }
-    }
+    auto out = testing::SubmitAndCollect(e, reqs, kWait);
+    for (const auto& ids : out) EXPECT_EQ(ids.size(), static_cast<size_t>(kMaxTokens));
     return out;
   }
 

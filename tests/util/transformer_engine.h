@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "gtest/gtest.h"
 #include "model/kv_cache.h"
 #include "model/transformer.h"
 #include "scheduler/engine.h"
@@ -41,6 +43,25 @@ inline absl::StatusOr<std::unique_ptr<Engine>> StartTransformerEngine(std::uniqu
   if (!e.ok()) return e.status();
   (*e)->Start();
   return e;
+}
+
+// Submits every request, then collects each one's generated ids, in order (empty, with a
+// test failure, for a request refused or not finished within `wait`).
+inline std::vector<std::vector<int32_t>> SubmitAndCollect(Engine& e, const std::vector<EngineRequest>& reqs,
+                                                          absl::Duration wait) {
+  std::vector<RequestHandle> hs;
+  for (const EngineRequest& r : reqs) {
+    auto h = e.Submit(r);
+    EXPECT_TRUE(h.ok()) << h.status();
+    hs.push_back(h.ok() ? *h : RequestHandle{});
+  }
+  std::vector<std::vector<int32_t>> out;
+  for (const RequestHandle& h : hs) {
+    auto g = h.channel == nullptr ? absl::InternalError("not submitted") : CollectGeneration(*h.channel, wait);
+    EXPECT_TRUE(g.ok()) << g.status();
+    out.push_back(g.ok() ? g->ids : std::vector<int32_t>{});
+  }
+  return out;
 }
 
 }  // namespace llmserve::testing
