@@ -5,7 +5,9 @@
 #   bench/run_peer_bench.sh --model FILE.gguf --llama-server PATH [--rounds 3] [--threads 2]
 #                           [--requests 32] [--c1-requests 8] [--input-len 128] [--output-len 128]
 #                           [--prefill-len 512] [--cells c16,c8,c1,prefill] [--llmserve-args "..."]
-#                           [--label NAME]
+#                           [--prefix-len 1024] [--prefix-input-len 64] [--chat-prefix-len 512]
+#                           [--chat-turns 4] [--chat-len 32]
+#                           [--baseline-args "..."] [--label NAME]
 #   env: BUILD_DIR (default build)
 #
 # Cells, each run by llmbench against both servers (llmserve over gRPC, llama-server over
@@ -13,6 +15,15 @@
 # streams of --requests requests, --input-len random prompt tokens and --output-len
 # generated (EOS ignored, greedy, closed loop); --c1-requests at concurrency 1; and
 # --prefill-len-token prompts, one at a time, 1 token generated (prefill time = TTFT).
+# Prefix-caching cells (not in the default --cells): `prefix`, 16 concurrent streams of
+# --requests requests that all open with the same --prefix-len random tokens, then
+# --prefix-input-len of their own, --output-len generated; `chat4`, 16 concurrent conversations
+# of --chat-turns turns that open with a shared --chat-prefix-len-token system prompt,
+# each turn adding --chat-len new tokens and generating --chat-len (every turn resends the
+# conversation so far). llama-server gets "cache_prompt": true in these cells (its slot reuses
+# the longest common prefix of its previous prompt), false in the others.
+# --baseline-args "ARGS" adds a third server each round, llmserve-base: llmserve with ARGS
+# appended (e.g. --baseline-args "--prefix-caching off"), reported as llmserve / llmserve-base.
 # Each round starts one server, warms it up (2 short requests), runs every cell, stops it,
 # then does the same with the other; odd rounds start with llmserve, even ones with llama.cpp. Both get --threads
 # compute threads; llama-server gets -np 16 slots of (input + output or prefill) context
@@ -22,7 +33,8 @@
 #
 # Reported per cell and round: llmserve / llama.cpp ratios of generated tok/s (c16, c8),
 # decode tok/s = 1 / TPOT p50 (c1), TTFT p50 (c16) and prefill time (TTFT p50 of the
-# prefill cell), then the median over rounds. Results: bench/results/peer-<label>-<date>.{txt,jsonl}.
+# prefill cell), TTFT p50 and generated tok/s of prefix and chat4, then the median over
+# rounds, and each server's prefix-cache hit rate (cached / prompt tokens). Results: bench/results/peer-<label>-<date>.{txt,jsonl}.
 #
 # llama.cpp is not a Debian package and is never downloaded or vendored by this project.
 # Build it beside the repository from a llama.cpp source checkout of tag b10573 (e.g. the
@@ -38,6 +50,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 model=""; llama=""; rounds=3; threads=2; requests=32; c1_requests=8; in_len=128; out_len=128; prefill_len=512
 llmserve_args=""; label=""; cells="c16,c8,c1,prefill"
+prefix_len=1024; prefix_in=64; chat_prefix_len=512; chat_turns=4; chat_len=32; baseline_args=""; baseline=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -51,8 +64,14 @@ while [ $# -gt 0 ]; do
     --prefill-len) prefill_len="$2"; shift 2 ;;
     --llmserve-args) llmserve_args="$2"; shift 2 ;;
     --cells) cells="$2"; shift 2 ;;
+    --prefix-len) prefix_len="$2"; shift 2 ;;
+    --prefix-input-len) prefix_in="$2"; shift 2 ;;
+    --chat-prefix-len) chat_prefix_len="$2"; shift 2 ;;
+    --chat-turns) chat_turns="$2"; shift 2 ;;
+    --chat-len) chat_len="$2"; shift 2 ;;
+    --baseline-args) baseline_args="$2"; baseline=1; shift 2 ;;
     --label) label="$2"; shift 2 ;;
-    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -80,14 +99,24 @@ exec > >(tee "$stem.txt") 2>&1
 echo "# $(date -u) $(uname -n) $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# model $model ($(stat -c %s "$model") bytes); llama-server $("$llama" --version 2>&1 | grep -m1 version || true)"
 echo "# workload: c16 and c8 $requests requests, c1 $c1_requests, input $in_len, output $out_len, prefill $prefill_len; $threads threads each; $rounds rounds"
+echo "# cells: $cells; prefix $prefix_len + $prefix_in, chat $chat_prefix_len + $chat_turns turns of $chat_len in / $chat_len out"
+[ "$baseline" = 0 ] || echo "# llmserve-base: llmserve $llmserve_args $baseline_args"
 
-ctx=$(( (in_len + out_len > prefill_len + 1 ? in_len + out_len : prefill_len + 1) + 16 ))
-start_server() {  # $1 = llmserve | llamacpp; sets addr, server_pid
+max() { local m="$1"; shift; for x in "$@"; do [ "$x" -gt "$m" ] && m="$x"; done; echo "$m"; }
+# llama-server's per-slot context: the longest sequence any enabled cell makes.
+need=(1)
+case ",$cells," in *",c16,"*|*",c8,"*|*",c1,"*) need+=($((in_len + out_len))) ;; esac
+case ",$cells," in *",prefill,"*) need+=($((prefill_len + 1))) ;; esac
+case ",$cells," in *",prefix,"*) need+=($((prefix_len + prefix_in + out_len))) ;; esac
+case ",$cells," in *",chat4,"*) need+=($((chat_prefix_len + 2 * chat_turns * chat_len))) ;; esac
+ctx=$(( $(max "${need[@]}") + 16 ))
+start_server() {  # $1 = llmserve | llmserve-base | llamacpp; sets addr, server_pid
   local port; port="$(free_port)"; addr="127.0.0.1:$port"
-  if [ "$1" = llmserve ]; then
-    # shellcheck disable=SC2086  # llmserve_args is a list of flags
+  if [ "$1" != llamacpp ]; then
+    local extra=""; [ "$1" = llmserve ] || extra="$baseline_args"
+    # shellcheck disable=SC2086  # llmserve_args and extra are lists of flags
     "$build/server/llmserve" --model "$model" --threads "$threads" --host 127.0.0.1 --port "$port" --metrics-port 0 \
-      $llmserve_args >"$work/server.log" 2>&1 &
+      $llmserve_args $extra >"$work/server.log" 2>&1 &
   else
     "$llama" -m "$model" -t "$threads" -tb "$threads" --host 127.0.0.1 --port "$port" -np 16 -c $((16 * ctx)) \
       --no-warmup >"$work/server.log" 2>&1 &
@@ -95,14 +124,14 @@ start_server() {  # $1 = llmserve | llamacpp; sets addr, server_pid
   server_pid=$!
   for _ in $(seq 1200); do
     if ! kill -0 "$server_pid" 2>/dev/null; then echo "$1 exited during startup:" >&2; tail -20 "$work/server.log" >&2; exit 1; fi
-    if [ "$1" = llmserve ]; then
+    if [ "$1" != llamacpp ]; then
       "$build/tools/llmctl" --addr "$addr" --timeout 2 health >/dev/null 2>&1 && break
     else
       [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/health" || true)" = 200 ] && break
     fi
     sleep 0.5
   done
-  if [ "$1" = llmserve ]; then grep -o 'serving on .*' "$work/server.log" | head -1 | sed 's/^/# /'; fi
+  if [ "$1" != llamacpp ]; then grep -o 'serving on .*' "$work/server.log" | head -1 | sed 's/^/# /'; fi
 }
 stop_server() {
   kill -TERM "$server_pid" 2>/dev/null || true
@@ -112,9 +141,12 @@ stop_server() {
 bench() {  # $1 server, $2 round, $3 cell, then llmbench flags
   local server="$1" round="$2" cell="$3"; shift 3
   local backend=(--backend grpc)
-  if [ "$server" = llamacpp ]; then backend=(--backend llamacpp --vocab 32000 --ban-ids 3-258); fi
+  if [ "$server" = llamacpp ]; then
+    backend=(--backend llamacpp --vocab 32000 --ban-ids 3-258)
+    case "$cell" in prefix|chat4) backend+=(--llamacpp-cache-prompt) ;; esac
+  fi
   "$build/bench/llmbench" "${backend[@]}" --addr "$addr" --ignore-eos --progress off --allow-failures \
-    --label "$server/$round/$cell" --jsonl "$stem.jsonl" "$@" | grep -E 'Generated tokens|TTFT |TPOT|ok / failed'
+    --label "$server/$round/$cell" --jsonl "$stem.jsonl" "$@" | grep -E 'Generated tokens|TTFT |TPOT|ok / failed|Cached tokens|Per turn|^  turn '
 }
 run_cells() {  # $1 server, $2 round
   echo "## round $2: $1"
@@ -132,13 +164,26 @@ run_cells() {  # $1 server, $2 round
       echo "### $1 round $2 prefill $prefill_len"
       bench "$1" "$2" prefill --concurrency 1 --requests 4 --input-len "$prefill_len" --output-len 1 ;;
   esac
+  case ",$cells," in
+    *",prefix,"*)
+      echo "### $1 round $2 prefix $prefix_len + $prefix_in"
+      bench "$1" "$2" prefix --concurrency 16 --requests "$requests" --shared-prefix-len "$prefix_len" \
+        --input-len "$prefix_in" --output-len "$out_len" ;;
+  esac
+  case ",$cells," in
+    *",chat4,"*)  # its own seed: a system prompt other than the prefix cell's
+      echo "### $1 round $2 chat $chat_turns turns"
+      bench "$1" "$2" chat4 --concurrency 16 --requests 16 --turns "$chat_turns" --shared-prefix-len "$chat_prefix_len" \
+        --input-len "$chat_len" --output-len "$chat_len" --seed 1 ;;
+  esac
   stop_server
 }
+servers="llmserve llamacpp"; [ "$baseline" = 0 ] || servers="llmserve llmserve-base llamacpp"
 for r in $(seq "$rounds"); do
-  if [ $((r % 2)) = 1 ]; then order="llmserve llamacpp"; else order="llamacpp llmserve"; fi
+  order="$servers"; [ $((r % 2)) = 1 ] || order="$(echo "$servers" | tr ' ' '\n' | tac | tr '\n' ' ')"
   for s in $order; do run_cells "$s" "$r"; done
 done
 
-echo "## llmserve / llama.cpp, per round and median"
+echo "## llmserve / each other server, per round and median"
 /usr/bin/python3 bench/peer_summary.py "$stem.jsonl"
 echo "results: $stem.txt $stem.jsonl"
