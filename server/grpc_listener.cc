@@ -8,15 +8,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpcpp/server_posix.h"
 #include "spdlog/spdlog.h"
 
 namespace llmserve {
 namespace {
+
+constexpr absl::Duration kMinAcceptBackoff = absl::Milliseconds(10);
+constexpr absl::Duration kMaxAcceptBackoff = absl::Seconds(1);
+constexpr absl::Duration kAcceptLogInterval = absl::Seconds(10);
 
 // The port `fd` is bound to, or 0.
 int BoundPort(int fd) {
@@ -103,16 +109,27 @@ void GrpcListener::AcceptAll(int fd) {
     const int conn = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (conn < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        spdlog::warn("gRPC listener: accept: {}", std::strerror(errno));
-        if (errno == EMFILE || errno == ENFILE) usleep(10'000);  // out of descriptors: back off
-      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK) AcceptFailed(errno);
       return;
     }
+    accept_backoff_ = absl::ZeroDuration();
     const int one = 1;
     setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     grpc::AddInsecureChannelFromFd(server_, conn);  // gRPC owns `conn` from here
   }
+}
+
+void GrpcListener::AcceptFailed(int error) {
+  ++accept_errors_;
+  accept_backoff_ = std::clamp(accept_backoff_ * 2, kMinAcceptBackoff, kMaxAcceptBackoff);
+  const absl::Time now = absl::Now();
+  if (now - last_accept_log_ >= kAcceptLogInterval) {
+    spdlog::warn("gRPC listener: accept: {} ({} failed accepts since the last report; retrying every {} at most)",
+                 std::strerror(error), accept_errors_, absl::FormatDuration(accept_backoff_));
+    accept_errors_ = 0;
+    last_accept_log_ = now;
+  }
+  absl::SleepFor(accept_backoff_);
 }
 
 void GrpcListener::Run() {

@@ -11,6 +11,9 @@
 //   Start(server)       the accept thread
 //   Close()             stops accepting and closes the sockets (idempotent; the destructor
 //                       calls it)
+// An accept error (out of descriptors: EMFILE, ENFILE) leaves the connection queued, so
+// poll wakes again at once: the accept thread backs off (10 ms, doubling to 1 s while the
+// errors last) and logs the first error, then one line per 10 s with the count since.
 #pragma once
 
 #include <atomic>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "grpcpp/server.h"
 
 namespace llmserve {
@@ -44,6 +48,8 @@ class GrpcListener {
   void Run();
   // Accepts every queued connection on `fd` and hands it to the server.
   void AcceptAll(int fd);
+  // After a failed accept: logs (rate-limited) and sleeps the current backoff.
+  void AcceptFailed(int error);
 
   std::vector<int> fds_;
   int wake_[2] = {-1, -1};  // a pipe: Close() writes, the accept thread wakes and exits
@@ -51,6 +57,10 @@ class GrpcListener {
   grpc::Server* server_ = nullptr;
   std::thread thread_;
   std::atomic<bool> closed_{false};
+  // Accept errors; touched by the accept thread only (Close() runs AcceptAll after the join).
+  absl::Duration accept_backoff_ = absl::ZeroDuration();  // zero: no error since the last accept
+  int64_t accept_errors_ = 0;                              // since the last log line
+  absl::Time last_accept_log_ = absl::InfinitePast();
 };
 
 }  // namespace llmserve
