@@ -50,8 +50,23 @@ GenerateReactor::~GenerateReactor() {
 GenerateReactor* GenerateReactor::Start(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer& request,
                                         Deps deps, int64_t request_number) {
   auto* r = new GenerateReactor(ctx, deps);
+  // Ends the call at once with `status` (nothing was submitted).
+  auto refuse = [r](const absl::Status& status) {
+    {
+      std::lock_guard<std::mutex> l(r->mu_);
+      r->finish_called_ = true;
+    }
+    r->Finish(ToGrpcStatus(status));
+    return r;
+  };
+  absl::Status status = RequestArrived(request);
+  if (!status.ok()) {
+    if (deps.metrics != nullptr) deps.metrics->RecordAbortedBeforeRequest();
+    spdlog::debug("Generate call {}: {}", request_number, std::string(status.message()));
+    return refuse(status);
+  }
   llmserve::v1::GenerateRequest req;
-  absl::Status status = ParseRequest(request, &req);
+  status = ParseRequest(request, &req);
   if (status.ok()) {
     absl::StatusOr<EngineRequest> er =
         ToEngineRequest(req, *deps.tokenizer, *deps.limits, absl::StrCat("req-", request_number));
@@ -68,12 +83,7 @@ GenerateReactor* GenerateReactor::Start(grpc::CallbackServerContext* ctx, const 
     if (deps.metrics != nullptr) deps.metrics->RecordRejected(status.code());
     spdlog::debug("Generate {} refused: {}", r->request_id_.empty() ? req.request_id() : r->request_id_,
                   status.ToString());
-    {
-      std::lock_guard<std::mutex> l(r->mu_);
-      r->finish_called_ = true;
-    }
-    r->Finish(ToGrpcStatus(status));
-    return r;
+    return refuse(status);
   }
   r->link_ = std::make_shared<Link>();
   {

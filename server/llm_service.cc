@@ -19,6 +19,7 @@ LlmService::LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo i
   limits_.max_context = engine_.config().scheduler.max_context;
   limits_.sampling_defaults = DefaultSamplingParams(info_.config.generation);
   limits_.chat = info_.chat;
+  limits_.max_prompt_bytes = info_.max_prompt_bytes;
 }
 
 LlmService::~LlmService() { pump_->Stop(); }
@@ -39,7 +40,8 @@ grpc::ServerUnaryReactor* AnswerUnary(grpc::CallbackServerContext* ctx, const gr
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   Req req;
   Resp resp;
-  absl::Status s = ParseRequest(*request, &req);
+  absl::Status s = RequestArrived(*request);
+  if (s.ok()) s = ParseRequest(*request, &req);
   if (s.ok()) s = fill(req, &resp);
   if (s.ok()) s = SerializeResponse(resp, response);
   reactor->Finish(ToGrpcStatus(s));
@@ -51,14 +53,14 @@ grpc::ServerUnaryReactor* AnswerUnary(grpc::CallbackServerContext* ctx, const gr
 grpc::ServerUnaryReactor* LlmService::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                grpc::ByteBuffer* response) {
   return AnswerUnary<llmserve::v1::TokenizeRequest, llmserve::v1::TokenizeResponse>(
-      ctx, request, response, [&](const auto& req, auto* resp) { return FillTokenize(req, tokenizer_, resp); });
+      ctx, request, response, [&](const auto& req, auto* resp) { return FillTokenize(req, tokenizer_, limits_.max_prompt_bytes, resp); });
 }
 
 grpc::ServerUnaryReactor* LlmService::ApplyChatTemplate(grpc::CallbackServerContext* ctx,
                                                         const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   return AnswerUnary<llmserve::v1::ApplyChatTemplateRequest, llmserve::v1::ApplyChatTemplateResponse>(
       ctx, request, response, [&](const auto& req, auto* resp) -> absl::Status {
-        absl::StatusOr<RenderedChat> rendered = RenderChat(req.chat(), limits_.chat, limits_.vocab_size);
+        absl::StatusOr<RenderedChat> rendered = RenderChat(req.chat(), limits_);
         if (!rendered.ok()) return rendered.status();
         resp->set_text(std::move(rendered->text));
         resp->mutable_ids()->Add(rendered->ids.begin(), rendered->ids.end());

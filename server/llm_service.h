@@ -44,6 +44,7 @@ struct ServiceInfo {
   std::string version;          // llmserve version string
   const ChatPrompter* chat = nullptr;  // renders chat inputs (owned by ModelSetup); null: none
   std::string chat_template_source;    // where its template came from ("" : none)
+  int64_t max_prompt_bytes = 0;        // bytes of text a request may carry before tokenizing (0 = no bound)
   absl::Time start_time = absl::Now();
 };
 

@@ -30,6 +30,13 @@ ABSL_FLAG(int32_t, metrics_port, llmserve::ServerConfig{}.metrics_port,
           "Prometheus metrics port (GET /metrics on --host; 0 = off)");
 ABSL_FLAG(std::string, metrics_prefix, llmserve::ServerConfig{}.metrics_prefix,
           "metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. vllm: for vLLM dashboards)");
+ABSL_FLAG(std::string, reflection, llmserve::ServerConfig{}.reflection ? "on" : "off",
+          "on: serve gRPC server reflection (grpcurl, Postman list and describe the services); off: do not");
+ABSL_FLAG(int64_t, max_request_bytes, llmserve::ServerConfig{}.max_request_bytes,
+          "largest request message accepted, in bytes (larger: RESOURCE_EXHAUSTED before parsing)");
+ABSL_FLAG(int64_t, max_prompt_bytes, llmserve::ServerConfig{}.max_prompt_bytes,
+          "bytes of prompt text (Generate text, chat roles + contents, Tokenize text) accepted before tokenizing "
+          "(larger: INVALID_ARGUMENT); 0 = 32 per token of context, at least 4096, at most --max-request-bytes");
 ABSL_FLAG(int32_t, drain_delay, llmserve::ServerConfig{}.drain_delay_seconds,
           "seconds after SIGTERM/SIGINT during which the server still serves, health NOT_SERVING (time for load "
           "balancers to notice) before it refuses new calls");
@@ -44,7 +51,8 @@ using llmserve::ServerConfig;
 
 constexpr char kUsage[] =
     "[--flag=value ...]\n"
-    "Serves a language model over gRPC (llmserve.v1.LlmService, grpc.health.v1.Health, reflection).\n"
+    "Serves a language model over gRPC (llmserve.v1.LlmService, grpc.health.v1.Health, reflection unless\n"
+    "--reflection=off).\n"
     "SIGTERM/SIGINT: health NOT_SERVING; after --drain-delay the port closes (new calls are refused)\n"
     "and in-flight streams finish (up to --drain-timeout); exit 0. A second signal exits at once.\n"
     "Flags take --name=value or --name value; dashes and underscores are interchangeable\n"
@@ -62,6 +70,13 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.port = absl::GetFlag(FLAGS_port);
   c.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   c.metrics_prefix = absl::GetFlag(FLAGS_metrics_prefix);
+  const std::string reflection = absl::GetFlag(FLAGS_reflection);
+  if (reflection != "on" && reflection != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("--reflection=", reflection, ": must be on or off"));
+  }
+  c.reflection = reflection == "on";
+  c.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  c.max_prompt_bytes = absl::GetFlag(FLAGS_max_prompt_bytes);
   c.drain_delay_seconds = absl::GetFlag(FLAGS_drain_delay);
   c.drain_timeout_seconds = absl::GetFlag(FLAGS_drain_timeout);
   c.log_level = absl::GetFlag(FLAGS_log_level);
@@ -90,6 +105,8 @@ int main(int argc, char** argv) {
   }
   spdlog::set_default_logger(spdlog::stderr_logger_mt("llmserve"));
   spdlog::set_level(spdlog::level::from_str(config->log_level));
+  // Every gRPC server built afterwards gets reflection, unless --reflection=off drops it
+  // (server_runner.cc).
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   return llmserve::RunServer(*config, **signals);
 }

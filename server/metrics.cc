@@ -207,6 +207,8 @@ void Metrics::OnFinished(const Sequence& seq, const GenerationFinal& f) {
   }
 }
 
+void Metrics::RecordAbortedBeforeRequest() { success_[kAbort]->Increment(); }
+
 void Metrics::RecordRejected(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kInvalidArgument: failure_[kInvalidArgument]->Increment(); break;

@@ -13,6 +13,7 @@
 //                                request_failure_total{code="internal"}; per-request
 //                                histograms from the sequence's timestamps
 //   gRPC threads ── RecordRejected ▶ request_failure_total{code}
+//                ── RecordAbortedBeforeRequest ▶ request_success_total{finished_reason="abort"}
 //
 // Every series carries model_name (a constant label of each family). All label
 // combinations are created up front, so recording is lock-free atomics for counters and
@@ -69,6 +70,9 @@ class Metrics final : public EngineObserver {
   // A Generate call refused before it reached the engine: INVALID_ARGUMENT,
   // RESOURCE_EXHAUSTED, UNAVAILABLE; any other code counts as internal.
   void RecordRejected(absl::StatusCode code);
+  // A Generate call that ended (client cancel, deadline) before its request message
+  // arrived: an abort like a cancel after admission, not a failure nobody saw.
+  void RecordAbortedBeforeRequest();
 
   // The failure label for `code`: invalid_argument, resource_exhausted, unavailable, internal.
   static const char* FailureCodeLabel(absl::StatusCode code);

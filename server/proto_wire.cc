@@ -82,6 +82,11 @@ absl::Status ParseRequest(const grpc::ByteBuffer& buffer, google::protobuf::Mess
   return ParseRequest(std::string_view(reinterpret_cast<const char*>(slice.begin()), slice.size()), msg);
 }
 
+absl::Status RequestArrived(const grpc::ByteBuffer& buffer) {
+  if (buffer.Valid()) return absl::OkStatus();
+  return absl::CancelledError("the call ended before its request message arrived");
+}
+
 absl::Status SerializeResponse(const google::protobuf::Message& msg, grpc::ByteBuffer* buffer) {
   buffer->Clear();  // the writer needs an empty buffer
   bool own = false;

@@ -23,6 +23,11 @@ absl::Status ParseRequest(std::string_view wire, google::protobuf::Message* msg)
 // The same for a gRPC byte buffer (left unchanged).
 absl::Status ParseRequest(const grpc::ByteBuffer& buffer, google::protobuf::Message* msg);
 
+// OK when a request message arrived. A raw callback method is also started for a call that
+// ended (cancelled, deadline passed, reset) before its message came: its buffer is then
+// invalid, and the call is CANCELLED, not a malformed request.
+absl::Status RequestArrived(const grpc::ByteBuffer& buffer);
+
 // Serializes `msg` into `buffer` (replacing its contents). INTERNAL if protobuf refuses.
 absl::Status SerializeResponse(const google::protobuf::Message& msg, grpc::ByteBuffer* buffer);
 

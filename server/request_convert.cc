@@ -13,6 +13,14 @@ namespace {
 
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
 
+// `field` holds `bytes` bytes of text; more than `max_bytes` (0 = no bound) is refused before
+// any tokenizing or rendering, so that a huge text costs the server no more than reading it.
+absl::Status CheckTextBytes(std::string_view field, size_t bytes, int64_t max_bytes) {
+  if (max_bytes <= 0 || bytes <= static_cast<uint64_t>(max_bytes)) return absl::OkStatus();
+  return Invalid(absl::StrCat(absl::string_view(field.data(), field.size()), " must be at most ", max_bytes, " bytes (the server's --max-prompt-bytes), got ",
+                              bytes));
+}
+
 // The sampling fields; unset ones keep what `out` holds (the defaults).
 absl::Status ConvertSampling(const v1::GenerateRequest& r, SamplingParams* out) {
   if (r.has_temperature()) {
@@ -93,6 +101,7 @@ absl::StatusOr<std::vector<int32_t>> ConvertInput(const v1::GenerateRequest& r, 
     case v1::GenerateRequest::kText: {
       const std::string& text = r.text();
       if (text.empty()) return Invalid("text must be non-empty");
+      if (absl::Status s = CheckTextBytes("text", text.size(), limits.max_prompt_bytes); !s.ok()) return s;
       if (!utf8::IsValid(text)) return Invalid("text must be valid UTF-8");
       EncodeOptions opts;
       opts.add_bos = r.has_add_bos() ? r.add_bos() : tokenizer.add_bos_default();
@@ -103,7 +112,7 @@ absl::StatusOr<std::vector<int32_t>> ConvertInput(const v1::GenerateRequest& r, 
       return ids;
     }
     case v1::GenerateRequest::kChat: {
-      absl::StatusOr<RenderedChat> rendered = RenderChat(r.chat(), limits.chat, vocab_size);
+      absl::StatusOr<RenderedChat> rendered = RenderChat(r.chat(), limits);
       if (!rendered.ok()) return rendered.status();
       return std::move(rendered->ids);
     }
@@ -159,7 +168,12 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const v1::GenerateRequest& request
   return out;
 }
 
-absl::StatusOr<RenderedChat> RenderChat(const v1::ChatInput& input, const ChatPrompter* chat, int32_t vocab_size) {
+int64_t DefaultMaxPromptBytes(int32_t max_context) {
+  return std::max(kMinPromptBytes, kDefaultPromptBytesPerToken * std::max<int64_t>(max_context, 0));
+}
+
+absl::StatusOr<RenderedChat> RenderChat(const v1::ChatInput& input, const RequestLimits& limits) {
+  const ChatPrompter* chat = limits.chat;
   if (chat == nullptr) {
     return absl::FailedPreconditionError(
         "the model has no chat template: give the server one with --chat-template FILE, or send text");
@@ -173,6 +187,12 @@ absl::StatusOr<RenderedChat> RenderChat(const v1::ChatInput& input, const ChatPr
   c.add_generation_prompt = !input.has_add_generation_prompt() || input.add_generation_prompt();
   c.tools_json = input.tools_json();
   if (!utf8::IsValid(c.tools_json)) return Invalid("chat.tools_json must be valid UTF-8");
+  size_t text_bytes = c.tools_json.size();
+  for (const v1::ChatMessage& m : input.messages()) text_bytes += m.role().size() + m.content().size();
+  if (absl::Status s = CheckTextBytes("chat (roles, contents and tools_json)", text_bytes, limits.max_prompt_bytes);
+      !s.ok()) {
+    return s;
+  }
   for (int i = 0; i < input.messages_size(); ++i) {
     const v1::ChatMessage& m = input.messages(i);
     if (m.role().empty()) return Invalid(absl::StrCat("chat.messages[", i, "].role must be non-empty"));
@@ -188,7 +208,7 @@ absl::StatusOr<RenderedChat> RenderChat(const v1::ChatInput& input, const ChatPr
   absl::StatusOr<std::vector<int32_t>> ids = chat->Encode(out.text);
   if (!ids.ok()) return Invalid(absl::StrCat("the rendered chat could not be tokenized: ", ids.status().message()));
   if (ids->empty()) return Invalid("the rendered chat encodes to no tokens");
-  if (absl::Status s = CheckPromptIds(*ids, vocab_size, "the rendered chat"); !s.ok()) return s;
+  if (absl::Status s = CheckPromptIds(*ids, limits.vocab_size, "the rendered chat"); !s.ok()) return s;
   out.ids = *std::move(ids);
   return out;
 }
@@ -259,7 +279,9 @@ absl::Status FinalCallStatus(const GenerationFinal& f) {
   }
 }
 
-absl::Status FillTokenize(const v1::TokenizeRequest& request, const Tokenizer& tokenizer, v1::TokenizeResponse* out) {
+absl::Status FillTokenize(const v1::TokenizeRequest& request, const Tokenizer& tokenizer, int64_t max_text_bytes,
+                          v1::TokenizeResponse* out) {
+  if (absl::Status s = CheckTextBytes("text", request.text().size(), max_text_bytes); !s.ok()) return s;
   if (!utf8::IsValid(request.text())) return Invalid("text must be valid UTF-8");
   EncodeOptions opts;
   opts.add_bos = request.has_add_bos() ? request.add_bos() : tokenizer.add_bos_default();

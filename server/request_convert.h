@@ -31,6 +31,14 @@ inline constexpr int32_t kDefaultMaxTokens = 256;   // GenerateRequest.max_token
 inline constexpr size_t kMaxStopStrings = 16;       // GenerateRequest.stop entries
 inline constexpr size_t kMaxStopStringBytes = 256;  // bytes per GenerateRequest.stop entry
 inline constexpr int kMaxChatMessages = 1024;       // ChatInput.messages entries
+// --max-prompt-bytes when unset: this many bytes of prompt text per token of context (the
+// longest tokens of common vocabularies are runs of whitespace or code of up to ~32 bytes),
+// and never less than kMinPromptBytes. A longer text could not fit the context anyway.
+inline constexpr int64_t kDefaultPromptBytesPerToken = 32;
+inline constexpr int64_t kMinPromptBytes = 4096;
+
+// The prompt-text bound for a context of `max_context` tokens when --max-prompt-bytes is unset.
+int64_t DefaultMaxPromptBytes(int32_t max_context);
 
 // What a request is checked against (the engine's model and scheduler).
 struct RequestLimits {
@@ -38,6 +46,9 @@ struct RequestLimits {
   int32_t max_context = 0;  // prompt + max_tokens must be <= max_context
   SamplingParams sampling_defaults;  // what unset sampling fields take (the model's own defaults)
   const ChatPrompter* chat = nullptr;  // renders chat inputs; null: the model has no chat template
+  // Bytes of text a request may carry before it is tokenized or rendered: GenerateRequest.text,
+  // a chat input's roles, contents and tools_json together, TokenizeRequest.text (0 = no bound).
+  int64_t max_prompt_bytes = 0;
 };
 
 // A chat input's prompt: the rendered text and its ids.
@@ -47,11 +58,10 @@ struct RenderedChat {
 };
 
 // Checks a chat input (messages non-empty, at most kMaxChatMessages, roles non-empty,
-// roles and contents valid UTF-8), renders it with `chat` and tokenizes the result.
-// FAILED_PRECONDITION when `chat` is null; INVALID_ARGUMENT for bad fields, a template
-// that raises, or a prompt with no tokens.
-absl::StatusOr<RenderedChat> RenderChat(const llmserve::v1::ChatInput& input, const ChatPrompter* chat,
-                                        int32_t vocab_size);
+// roles and contents valid UTF-8, at most limits.max_prompt_bytes of text), renders it with
+// limits.chat and tokenizes the result. FAILED_PRECONDITION when limits.chat is null;
+// INVALID_ARGUMENT for bad fields, a template that raises, or a prompt with no tokens.
+absl::StatusOr<RenderedChat> RenderChat(const llmserve::v1::ChatInput& input, const RequestLimits& limits);
 
 // Validates `request`, tokenizes its text, applies the proto's defaults. An unset
 // max_tokens is 256 or, if less, what the context leaves after the prompt. An empty
@@ -75,9 +85,10 @@ void ToFinal(const GenerationFinal& final_event, const std::string& request_id, 
 absl::Status FinalCallStatus(const GenerationFinal& final_event);
 
 // Tokenize's answer: ids and pieces (each id's bytes, invalid UTF-8 as U+FFFD). INVALID_ARGUMENT
-// for text that is not valid UTF-8.
+// for text that is not valid UTF-8 or longer than max_text_bytes (0 = no bound), checked
+// before tokenizing: the answer is several times the text's size.
 absl::Status FillTokenize(const llmserve::v1::TokenizeRequest& request, const Tokenizer& tokenizer,
-                      llmserve::v1::TokenizeResponse* out);
+                          int64_t max_text_bytes, llmserve::v1::TokenizeResponse* out);
 
 // Detokenize's answer. INVALID_ARGUMENT naming the first id outside [0, vocab).
 absl::Status FillDetokenize(const llmserve::v1::DetokenizeRequest& request, const Tokenizer& tokenizer,

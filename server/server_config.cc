@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "server/request_convert.h"
 
 namespace llmserve {
 absl::Status ServerConfig::Validate() const {
@@ -18,6 +19,15 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-prefix=", metrics_prefix,
                                                    ": must match [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. llmserve_ or vllm:)"));
   }
+  if (absl::Status s = FlagInRange("max-request-bytes", max_request_bytes, 1024, int64_t{1} << 30, " bytes");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = FlagInRange("max-prompt-bytes", max_prompt_bytes, 0, max_request_bytes,
+                                   " bytes (0 = from the context length; at most --max-request-bytes)");
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = FlagInRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
   if (absl::Status s = FlagInRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;
   static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
@@ -31,6 +41,10 @@ absl::Status ServerConfig::Validate() const {
 std::string ServerConfig::ListenAddress() const {
   const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
   return v6 ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
+}
+
+int64_t ServerConfig::EffectiveMaxPromptBytes(int32_t max_context) const {
+  return max_prompt_bytes > 0 ? max_prompt_bytes : std::min(max_request_bytes, DefaultMaxPromptBytes(max_context));
 }
 
 bool ValidMetricsPrefix(const std::string& p) {

@@ -21,6 +21,12 @@ struct ServerConfig : EngineSpec {
   int32_t port = 50051;            // 0 = any free port (the chosen one is logged)
   int32_t metrics_port = 9400;     // Prometheus /metrics on host:metrics_port; 0 = off
   std::string metrics_prefix = "llmserve_";  // metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* ("vllm:")
+  bool reflection = true;          // grpc.reflection.v1alpha.ServerReflection, if the binary links it
+
+  // Bounded work per request.
+  int64_t max_request_bytes = 4 << 20;  // largest request message gRPC accepts (RESOURCE_EXHAUSTED beyond)
+  int64_t max_prompt_bytes = 0;         // text checked before tokenizing (request_convert.h); 0 = derived
+                                        // from the context (DefaultMaxPromptBytes), capped at max_request_bytes
 
   // Lifecycle.
   int32_t drain_delay_seconds = 0;     // SIGTERM: serve on (health NOT_SERVING) this long before refusing
@@ -35,6 +41,8 @@ struct ServerConfig : EngineSpec {
   std::string ListenAddress() const;
   // The same for metrics_port.
   std::string MetricsAddress() const;
+  // max_prompt_bytes, or when 0 the default for a context of `max_context` tokens.
+  int64_t EffectiveMaxPromptBytes(int32_t max_context) const;
 };
 
 // A Prometheus metric name prefix: non-empty, [a-zA-Z_:][a-zA-Z0-9_:]*.

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -13,6 +14,8 @@
 #include "grpcpp/grpcpp.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/impl/server_builder_option.h"
+#include "grpcpp/impl/server_builder_plugin.h"
 #include "model/dtype.h"
 #include "prometheus/registry.h"
 #include "server/grpc_listener.h"
@@ -33,14 +36,28 @@ constexpr absl::Duration kShutdownGrace = absl::Seconds(5);
 // their calls before GOAWAY (a proxy sends its call right after connecting).
 constexpr absl::Duration kAcceptLinger = absl::Milliseconds(500);
 
+// Drops gRPC's reflection plugin from a ServerBuilder. The plugin registers itself with
+// every builder of a process that links grpc++_reflection (a static initializer), so
+// --reflection=off has to take it out of the builder.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    std::erase_if(*plugins, [](const auto& p) { return p->name() == "proto_server_reflection"; });
+  }
+};
+
 // The gRPC server, without ports of its own: `listener` hands it the connections.
-std::unique_ptr<grpc::Server> StartGrpc(ServiceGate* gate) {
+std::unique_ptr<grpc::Server> StartGrpc(const ServerConfig& config, ServiceGate* gate) {
   grpc::EnableDefaultHealthCheckService(true);
   // Link grpc.health.v1's descriptors in, so reflection can describe the health service
   // (gRPC's built-in health service does not use the generated messages).
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::ServerBuilder builder;
   builder.RegisterService(gate);
+  if (!config.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
+  // A larger request is refused by gRPC (RESOURCE_EXHAUSTED) before anything parses it.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_request_bytes));
   // Ping idle connections every minute (a vanished client's streams get cancelled) and
   // accept client keepalive pings down to every 10 s, also between calls.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
@@ -165,7 +182,7 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     return 1;
   }
   const int port = (*listener)->port();
-  std::unique_ptr<grpc::Server> server = StartGrpc(&gate);
+  std::unique_ptr<grpc::Server> server = StartGrpc(config, &gate);
   if (server == nullptr) {
     spdlog::error("cannot start the gRPC server");
     return 1;
@@ -196,7 +213,7 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   setup->engine->Start();
   gate.Open(&service);
   SetHealth(*server, true);
-  spdlog::info("serving on {}: {}", address, setup->summary);
+  spdlog::info("serving on {}: {}; reflection {}", address, setup->summary, config.reflection ? "on" : "off");
 
   const int sig = signals.WaitForShutdown();
   spdlog::info("{}: health NOT_SERVING, draining (delay {} s, then up to {} s; a second signal exits at once)",

@@ -76,5 +76,17 @@ TEST(ServerDiscoveryTest, HealthAndReflection) {
   }
 }
 
+TEST(ServerDiscoveryTest, ReflectionOffIsNotServed) {
+  std::string error;
+  auto server = ServerProcess::Start({"--threads=2", "--reflection=off"}, &error);
+  ASSERT_NE(server, nullptr) << error;
+  EXPECT_EQ(server->Health(""), HealthStatus::SERVING);
+  std::string listing;
+  grpc::Status status;
+  ListServices(server->channel(), &listing, &status);
+  EXPECT_EQ(status.error_code(), grpc::UNIMPLEMENTED) << status.error_message();
+  EXPECT_EQ(listing, "");
+}
+
 }  // namespace
 }  // namespace llmserve::testing

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -267,6 +268,9 @@ TEST_F(ServerGenerateTest, InvalidRequestsGetCodesAndMessages) {
        "stop_token_ids[0] must be in [0, 512)"},
       {"request_id too long", [&](auto& r) { r.set_request_id(long_id); }, grpc::INVALID_ARGUMENT,
        "request_id must be at most 128 bytes"},
+      // The default --max-prompt-bytes: 32 bytes per token of the 512-token context.
+      {"text beyond --max-prompt-bytes", [](auto& r) { r.set_text(std::string(16385, 'a')); },
+       grpc::INVALID_ARGUMENT, "text must be at most 16384 bytes (the server's --max-prompt-bytes), got 16385"},
   };
   ASSERT_GE(cases.size(), 15u);
   for (const InvalidCase& c : cases) {
@@ -299,6 +303,22 @@ TEST_F(ServerGenerateTest, InvalidRequestsGetCodesAndMessages) {
     EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("UTF-8"), std::string::npos) << s.error_message();
   }
+  // Tokenize is bounded before tokenizing (its answer is several times the text), and a
+  // request beyond --max-request-bytes (4 MiB) never reaches the service.
+  for (const auto& [bytes, code, message] :
+       {std::tuple{size_t{1} << 20, grpc::INVALID_ARGUMENT, "text must be at most 16384 bytes"},
+        std::tuple{size_t{5} << 20, grpc::RESOURCE_EXHAUSTED, ""}}) {
+    SCOPED_TRACE(bytes);
+    grpc::ClientContext ctx;
+    v1::TokenizeRequest req;
+    req.set_text(std::string(bytes, 'a'));
+    v1::TokenizeResponse resp;
+    const grpc::Status s = stub_->Tokenize(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), code) << s.error_message();
+    EXPECT_NE(s.error_message().find(message), std::string::npos) << s.error_message();
+    EXPECT_EQ(resp.ids_size(), 0);
+  }
+  EXPECT_EQ(Tokenize(std::string(16384, 'a')).empty(), false);  // at the bound: served
   // Nothing was admitted.
   const v1::ServerInfo info = ServerInfo(*stub_);
   EXPECT_EQ(info.kv_blocks_used(), 0);

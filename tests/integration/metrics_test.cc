@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"
 #include "tests/util/prom_text.h"
@@ -125,6 +127,51 @@ TEST(MetricsIntegrationTest, CountersMatchTheClientsAndPromtoolAcceptsTheScrape)
   const ProcessResult check = PromtoolCheckMetrics(promtool, text);
   EXPECT_EQ(UnexpectedPromtoolFindings(check, "llmserve_"), std::vector<std::string>())
       << "exit code " << check.exit_code << ": " << check.out << check.err;
+}
+
+// A Generate call cancelled after its headers but before its request message reaches the
+// service with no message: that is an abort (as a cancel after admission is), never an
+// invalid_argument failure that no client saw (an error-rate alert would fire on a cancel
+// storm).
+TEST(MetricsIntegrationTest, CallsCancelledBeforeTheirRequestCountAsAborts) {
+  const int metrics_port = PickFreePort();
+  std::string error;
+  auto server = ServerProcess::Start({"--threads=2", "--metrics-port=" + std::to_string(metrics_port)}, &error);
+  ASSERT_NE(server, nullptr) << error;
+  grpc::GenericStub generic(server->channel());
+  grpc::CompletionQueue cq;
+  auto wait = [&cq](void* want) {
+    void* tag = nullptr;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && tag == want;
+  };
+  constexpr int kCalls = 10;
+  for (int i = 0; i < kCalls; ++i) {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+        generic.PrepareCall(&ctx, "/llmserve.v1.LlmService/Generate", &cq);
+    int started = 0, finished = 0;
+    call->StartCall(&started);  // the headers go out; no message follows
+    ASSERT_TRUE(wait(&started));
+    absl::SleepFor(absl::Milliseconds(50));  // the server has the call
+    ctx.TryCancel();
+    grpc::Status status;
+    call->Finish(&status, &finished);
+    ASSERT_TRUE(wait(&finished));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  }
+  const std::map<std::string, std::string> abort = {{"finished_reason", "abort"}};
+  const std::string text = ScrapeUntil(metrics_port, [&](const std::vector<PromSample>& s) {
+    return FindSample(s, "llmserve_request_success_total", abort).value_or(0) >= kCalls;
+  });
+  const auto s = ParsePromText(text);
+  EXPECT_EQ(FindSample(s, "llmserve_request_success_total", abort), static_cast<double>(kCalls)) << text;
+  for (const char* code : {"invalid_argument", "resource_exhausted", "unavailable", "internal"}) {
+    EXPECT_EQ(FindSample(s, "llmserve_request_failure_total", {{"code", code}}), 0.0) << code;
+  }
+  // The server serves on.
+  const StreamResult r = Generate(*server->stub(), GreedyRequest("Hello", 4));
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
 }
 
 TEST(MetricsIntegrationTest, PrefixFlagRenamesEverySeries) {

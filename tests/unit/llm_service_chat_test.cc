@@ -55,7 +55,7 @@ struct ChatHarness {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Served> served;
 
-  explicit ChatHarness(bool with_template = true) {
+  explicit ChatHarness(bool with_template = true, int64_t max_prompt_bytes = 0) {
     if (with_template) {
       auto p = ChatPrompter::Create(kTemplate, "test", *tok);
       EXPECT_TRUE(p.ok()) << p.status();
@@ -78,6 +78,7 @@ struct ChatHarness {
     info.model_name = "fake-chat";
     info.chat = prompter.get();
     info.chat_template_source = with_template ? "test" : "";
+    info.max_prompt_bytes = max_prompt_bytes;
     served = std::make_unique<Served>(*engine, *tok, std::move(info));
   }
   ~ChatHarness() {
@@ -197,6 +198,38 @@ TEST(LlmServiceChatTest, BadChatInputsAreRefusedClearly) {
     EXPECT_EQ(s.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.status.error_message().find(c.want), std::string::npos) << s.status.error_message();
     EXPECT_FALSE(s.final_msg.has_value());
+  }
+}
+
+TEST(LlmServiceChatTest, ChatTextIsBoundedByMaxPromptBytesBeforeRendering) {
+  // "system" + "be brief" + "user" + the user's content: 20 bytes with a 2-byte content.
+  ChatHarness h(true, 20);
+  ASSERT_NE(h.served, nullptr);
+  {
+    v1::GenerateRequest req;
+    *req.mutable_chat() = Conversation("hi");
+    req.set_max_tokens(2);
+    const Stream s = Generate(*h.served->stub, req);
+    EXPECT_TRUE(s.status.ok()) << s.status.error_message();
+  }
+  const std::string want = "chat (roles, contents and tools_json) must be at most 20 bytes";
+  {
+    v1::GenerateRequest req;
+    *req.mutable_chat() = Conversation("hi!");
+    const Stream s = Generate(*h.served->stub, req);
+    EXPECT_EQ(s.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.status.error_message().find(want + " (the server's --max-prompt-bytes), got 21"), std::string::npos)
+        << s.status.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ApplyChatTemplateRequest req;
+    *req.mutable_chat() = Conversation("hi");
+    req.mutable_chat()->set_tools_json("[]");
+    v1::ApplyChatTemplateResponse resp;
+    const grpc::Status s = h.served->stub->ApplyChatTemplate(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find(want), std::string::npos) << s.error_message();
   }
 }
 

@@ -242,6 +242,33 @@ TEST(RequestConvertTest, MaxTokensAgainstTheContext) {
   EXPECT_EQ(lp->sampling.logprobs, 0);
 }
 
+TEST(RequestConvertTest, PromptBytesAreBoundedBeforeTokenizing) {
+  EXPECT_EQ(DefaultMaxPromptBytes(512), 16384);
+  EXPECT_EQ(DefaultMaxPromptBytes(16), kMinPromptBytes);  // a tiny context still takes a sentence
+  RequestLimits limits = Limits();
+  limits.max_prompt_bytes = 10;
+  EXPECT_TRUE(ToEngineRequest(TextRequest("the cat"), Tiny(), limits, "x").ok());
+  const absl::StatusOr<EngineRequest> over = ToEngineRequest(TextRequest("the cat sat"), Tiny(), limits, "x");
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(over.status().message(), "text must be at most 10 bytes (the server's --max-prompt-bytes), got 11");
+  // Invalid UTF-8 beyond the bound gets the bound's message: the size is checked first.
+  EXPECT_NE(ToEngineRequest(TextRequest(std::string(11, '\xff')), Tiny(), limits, "x").status().message().find(
+                "at most 10 bytes"),
+            std::string::npos);
+  // Token ids are bounded by the context, not by bytes.
+  EXPECT_TRUE(ToEngineRequest(TokenRequest(40), Tiny(), limits, "x").ok());
+
+  v1::TokenizeRequest t;
+  t.set_text("the cat sat");
+  v1::TokenizeResponse resp;
+  const absl::Status s = FillTokenize(t, Tiny(), 10, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "text must be at most 10 bytes (the server's --max-prompt-bytes), got 11");
+  EXPECT_EQ(resp.ids_size(), 0);
+  EXPECT_TRUE(FillTokenize(t, Tiny(), 11, &resp).ok());
+  EXPECT_GT(resp.ids_size(), 0);
+}
+
 TEST(RequestConvertTest, FinishReasons) {
   const std::vector<std::pair<SequenceState, v1::FinishReason>> table = {
       {SequenceState::kFinishedEos, v1::FINISH_REASON_EOS},
@@ -326,7 +353,7 @@ TEST(RequestConvertTest, TokenizeAndDetokenize) {
   tr.set_text("the cat sat on the mat");
   tr.set_add_bos(true);
   v1::TokenizeResponse resp;
-  ASSERT_TRUE(FillTokenize(tr, Tiny(), &resp).ok());
+  ASSERT_TRUE(FillTokenize(tr, Tiny(), 0, &resp).ok());
   auto want = Tiny().Encode(tr.text(), EncodeOptions{.add_bos = true});
   ASSERT_TRUE(want.ok());
   EXPECT_EQ(std::vector<int32_t>(resp.ids().begin(), resp.ids().end()), *want);
@@ -355,7 +382,7 @@ TEST(RequestConvertTest, TokenizeAndDetokenize) {
   v1::TokenizeRequest e;
   e.set_text("\xC3\xA9");
   v1::TokenizeResponse er;
-  ASSERT_TRUE(FillTokenize(e, Tiny(), &er).ok());
+  ASSERT_TRUE(FillTokenize(e, Tiny(), 0, &er).ok());
   ASSERT_EQ(er.ids_size(), 2);
   EXPECT_EQ(er.ids(0), byte_c3);
   EXPECT_EQ(er.pieces(0), "\xEF\xBF\xBD");

@@ -50,6 +50,10 @@ TEST(ServerConfigTest, InvalidSettingsNameTheFlag) {
       {"zero mixed step", [](ServerConfig& c) { c.mixed_step_tokens = 0; }, "--mixed-step-tokens=0"},
       {"zero channel", [](ServerConfig& c) { c.channel_capacity = 0; }, "--channel-capacity=0"},
       {"negative drain", [](ServerConfig& c) { c.drain_timeout_seconds = -1; }, "--drain-timeout=-1"},
+      {"tiny request bound", [](ServerConfig& c) { c.max_request_bytes = 100; }, "--max-request-bytes=100"},
+      {"negative prompt bound", [](ServerConfig& c) { c.max_prompt_bytes = -1; }, "--max-prompt-bytes=-1"},
+      {"prompt bound above the request's", [](ServerConfig& c) { c.max_prompt_bytes = (4 << 20) + 1; },
+       "--max-prompt-bytes=4194305"},
       {"f16 weights", [](ServerConfig& c) { c.weight_dtype = DType::kF16; }, "f16 is not supported"},
       {"f16 kv", [](ServerConfig& c) { c.kv_dtype = DType::kF16; }, "f16 is not supported"},
       {"log level", [](ServerConfig& c) { c.log_level = "verbose"; }, "--log-level=verbose"},
@@ -62,6 +66,15 @@ TEST(ServerConfigTest, InvalidSettingsNameTheFlag) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_NE(s.message().find(bc.message), std::string::npos) << s.message();
   }
+}
+
+TEST(ServerConfigTest, PromptBytesDefaultFromTheContextWithinTheRequestBound) {
+  ServerConfig c;
+  EXPECT_EQ(c.EffectiveMaxPromptBytes(512), 16384);      // 32 bytes a token
+  EXPECT_EQ(c.EffectiveMaxPromptBytes(64), 4096);        // at least 4096
+  EXPECT_EQ(c.EffectiveMaxPromptBytes(1 << 20), 4 << 20);  // at most --max-request-bytes
+  c.max_prompt_bytes = 1000;
+  EXPECT_EQ(c.EffectiveMaxPromptBytes(512), 1000);
 }
 
 TEST(ServerConfigTest, KvBlocksOverrideTheByteBudget) {
