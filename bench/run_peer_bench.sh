@@ -34,7 +34,8 @@
 # Reported per cell and round: llmserve / llama.cpp ratios of generated tok/s (c16, c8),
 # decode tok/s = 1 / TPOT p50 (c1), TTFT p50 (c16) and prefill time (TTFT p50 of the
 # prefill cell), TTFT p50 and generated tok/s of prefix and chat4, then the median over
-# rounds, and each server's prefix-cache hit rate (cached / prompt tokens). Results: bench/results/peer-<label>-<date>.{txt,jsonl}.
+# rounds, and each server's prefix-cache hit rate (cached / prompt tokens).
+# Results: bench/results/peer-<label>-<date>.{txt,jsonl}.
 #
 # llama.cpp is not a Debian package and is never downloaded or vendored by this project.
 # Build it beside the repository from a llama.cpp source checkout of tag b10573 (e.g. the
@@ -71,7 +72,7 @@ while [ $# -gt 0 ]; do
     --chat-len) chat_len="$2"; shift 2 ;;
     --baseline-args) baseline_args="$2"; baseline=1; shift 2 ;;
     --label) label="$2"; shift 2 ;;
-    -h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done

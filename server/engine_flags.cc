@@ -189,11 +189,9 @@ absl::StatusOr<EngineSpec> EngineSpecFromFlags() {
   s.piggyback = *piggyback;
   s.prefill_spread_steps = absl::GetFlag(FLAGS_prefill_spread_steps);
   s.mixed_step_tokens = absl::GetFlag(FLAGS_mixed_step_tokens);
-  const std::string prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
-  if (prefix_caching != "on" && prefix_caching != "off") {
-    return absl::InvalidArgumentError(absl::StrCat("--prefix-caching=", prefix_caching, ": must be on or off"));
-  }
-  s.prefix_caching = prefix_caching == "on";
+  absl::StatusOr<bool> prefix_caching = ParseOnOff("prefix-caching", absl::GetFlag(FLAGS_prefix_caching));
+  if (!prefix_caching.ok()) return prefix_caching.status();
+  s.prefix_caching = *prefix_caching;
   s.channel_capacity = absl::GetFlag(FLAGS_channel_capacity);
   if (absl::Status st = s.Validate(); !st.ok()) return st;
   return s;

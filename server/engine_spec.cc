@@ -28,6 +28,11 @@ absl::Status FlagOutOfRange(const char* flag, int64_t value, const std::string& 
   return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be ", requirement));
 }
 
+absl::StatusOr<bool> ParseOnOff(const char* flag, const std::string& value) {
+  if (value == "on" || value == "off") return value == "on";
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be on or off"));
+}
+
 absl::Status FlagInRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const std::string& note) {
   if (value >= lo && value <= hi) return absl::OkStatus();
   return FlagOutOfRange(flag, value, absl::StrCat("in [", lo, ", ", hi, "]", note));

@@ -99,6 +99,9 @@ std::string FormatByteSize(int64_t bytes);
 absl::Status FlagInRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const std::string& note = "");
 // INVALID_ARGUMENT "--flag=value: must be <requirement>".
 absl::Status FlagOutOfRange(const char* flag, int64_t value, const std::string& requirement);
+// An on|off flag's value: true for "on", false for "off", else INVALID_ARGUMENT
+// "--flag=value: must be on or off".
+absl::StatusOr<bool> ParseOnOff(const char* flag, const std::string& value);
 
 // KV blocks for `spec` on `model`: kv_blocks if set, else as many as kv_cache_bytes holds,
 // capped at max_running sequences of the whole context (what the engine could ever use).

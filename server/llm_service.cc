@@ -53,7 +53,8 @@ grpc::ServerUnaryReactor* AnswerUnary(grpc::CallbackServerContext* ctx, const gr
 grpc::ServerUnaryReactor* LlmService::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                grpc::ByteBuffer* response) {
   return AnswerUnary<llmserve::v1::TokenizeRequest, llmserve::v1::TokenizeResponse>(
-      ctx, request, response, [&](const auto& req, auto* resp) { return FillTokenize(req, tokenizer_, limits_.max_prompt_bytes, resp); });
+      ctx, request, response,
+      [&](const auto& req, auto* resp) { return FillTokenize(req, tokenizer_, limits_.max_prompt_bytes, resp); });
 }
 
 grpc::ServerUnaryReactor* LlmService::ApplyChatTemplate(grpc::CallbackServerContext* ctx,

@@ -70,11 +70,9 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.port = absl::GetFlag(FLAGS_port);
   c.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   c.metrics_prefix = absl::GetFlag(FLAGS_metrics_prefix);
-  const std::string reflection = absl::GetFlag(FLAGS_reflection);
-  if (reflection != "on" && reflection != "off") {
-    return absl::InvalidArgumentError(absl::StrCat("--reflection=", reflection, ": must be on or off"));
-  }
-  c.reflection = reflection == "on";
+  absl::StatusOr<bool> reflection = llmserve::ParseOnOff("reflection", absl::GetFlag(FLAGS_reflection));
+  if (!reflection.ok()) return reflection.status();
+  c.reflection = *reflection;
   c.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   c.max_prompt_bytes = absl::GetFlag(FLAGS_max_prompt_bytes);
   c.drain_delay_seconds = absl::GetFlag(FLAGS_drain_delay);

@@ -17,8 +17,8 @@ absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(st
 // any tokenizing or rendering, so that a huge text costs the server no more than reading it.
 absl::Status CheckTextBytes(std::string_view field, size_t bytes, int64_t max_bytes) {
   if (max_bytes <= 0 || bytes <= static_cast<uint64_t>(max_bytes)) return absl::OkStatus();
-  return Invalid(absl::StrCat(absl::string_view(field.data(), field.size()), " must be at most ", max_bytes, " bytes (the server's --max-prompt-bytes), got ",
-                              bytes));
+  return Invalid(absl::StrCat(absl::string_view(field.data(), field.size()), " must be at most ", max_bytes,
+                              " bytes (the server's --max-prompt-bytes), got ", bytes));
 }
 
 // The sampling fields; unset ones keep what `out` holds (the defaults).
