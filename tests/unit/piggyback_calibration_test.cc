@@ -102,7 +102,7 @@ TEST_F(MeasurePiggybackTest, LeavesNoOpenMpThreadsBehind) {
     after = ThreadsOnceAtMost(before);
   }).join();
   ASSERT_TRUE(ok);
-  EXPECT_EQ(after, before);
+  EXPECT_LE(after, before);  // fewer is fine (a thread of the fixture may have ended meanwhile)
 }
 
 TEST_F(MeasurePiggybackTest, RefusesACacheTooSmallForTheBatches) {
