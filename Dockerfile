@@ -28,7 +28,7 @@ RUN apt-get update -qq \
       build-essential cmake ninja-build pkg-config ccache ca-certificates \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libdnnl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev \
-      libpcre2-dev nlohmann-json3-dev libutf8proc-dev \
+      libpcre2-dev nlohmann-json3-dev libutf8proc-dev libssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the two binaries need, so edits to tests, docs or deploy/ reuse the build layer.

@@ -9,7 +9,9 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Core libraries
   libabsl-dev libdnnl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
-  libpcre2-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
+  libpcre2-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev libssl-dev
+  # Tests: certificates for the TLS tests (openssl req / x509)
+  openssl
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # Tests: independent Python reference

@@ -14,7 +14,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "grpcpp/server_posix.h"
 #include "spdlog/spdlog.h"
 
 namespace llmserve {
@@ -85,8 +84,12 @@ GrpcListener::~GrpcListener() {
   }
 }
 
-void GrpcListener::Start(grpc::Server* server) {
-  server_ = server;
+void GrpcListener::Attach(grpc::ServerBuilder& builder, std::shared_ptr<grpc::ServerCredentials> credentials) {
+  acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, std::move(credentials));
+}
+
+void GrpcListener::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -98,7 +101,7 @@ void GrpcListener::Close() {
   // clients may have sent their call already (a proxy cannot retry it then): take them
   // first. What arrives between the last accept and the close (microseconds) is reset.
   for (int fd : fds_) {
-    if (server_ != nullptr) AcceptAll(fd);
+    if (acceptor_ != nullptr) AcceptAll(fd);
     close(fd);  // from now on the kernel refuses connections
   }
   fds_.clear();
@@ -115,7 +118,10 @@ void GrpcListener::AcceptAll(int fd) {
     accept_backoff_ = absl::ZeroDuration();
     const int one = 1;
     setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    grpc::AddInsecureChannelFromFd(server_, conn);  // gRPC owns `conn` from here
+    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
+    params.listener_fd = fd;
+    params.fd = conn;
+    acceptor_->HandleNewConnection(&params);  // gRPC owns `conn` from here
   }
 }
 

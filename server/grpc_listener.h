@@ -1,6 +1,7 @@
 // GrpcListener: llmserve's own listening socket for the gRPC server. It accepts TCP
-// connections on its thread and hands each to the (port-less) grpc::Server with
-// grpc::AddInsecureChannelFromFd. Owning the socket lets a drain close the port — new
+// connections on its thread and hands each to the (port-less) grpc::Server through an
+// external connection acceptor, which gives it the server's credentials (plaintext or
+// TLS: grpc::AddInsecureChannelFromFd would be plaintext only). Owning the socket lets a drain close the port — new
 // connections are refused by the kernel, so a proxy retries the call elsewhere — while
 // the connections already accepted (and the calls arriving on them) are still served:
 // grpc::Server::Shutdown alone would refuse those calls too, with a gRPC status that a
@@ -8,7 +9,9 @@
 //
 //   Bind(host, port)    socket, bind and listen on every address `host` resolves to (no
 //                       SO_REUSEPORT: a port in use fails); port 0 = any free port
-//   Start(server)       the accept thread
+//   Attach(builder, creds)  before BuildAndStart: the acceptor, with the credentials
+//                       every connection gets (InsecureServerCredentials or TLS)
+//   Start()             after BuildAndStart: the accept thread
 //   Close()             stops accepting and closes the sockets (idempotent; the destructor
 //                       calls it)
 // An accept error (out of descriptors: EMFILE, ENFILE) leaves the connection queued, so
@@ -24,7 +27,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "grpcpp/server.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
 
 namespace llmserve {
 
@@ -38,8 +42,11 @@ class GrpcListener {
 
   // The bound port.
   int port() const { return port_; }
-  // Starts accepting; `server` (started, without ports of its own) must outlive Close().
-  void Start(grpc::Server* server);
+  // Registers the acceptor with `builder` (which then needs no ports of its own). Once,
+  // before builder.BuildAndStart().
+  void Attach(grpc::ServerBuilder& builder, std::shared_ptr<grpc::ServerCredentials> credentials);
+  // Starts accepting, after Attach and BuildAndStart; the server must outlive Close().
+  void Start();
   // Thread-safe. Stops accepting and closes the listening sockets.
   void Close();
 
@@ -54,7 +61,7 @@ class GrpcListener {
   std::vector<int> fds_;
   int wake_[2] = {-1, -1};  // a pipe: Close() writes, the accept thread wakes and exits
   int port_ = 0;
-  grpc::Server* server_ = nullptr;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::thread thread_;
   std::atomic<bool> closed_{false};
   // Accept errors; touched by the accept thread only (Close() runs AcceptAll after the join).

@@ -28,10 +28,24 @@ ABSL_FLAG(std::string, host, llmserve::ServerConfig{}.host, "address to listen o
 ABSL_FLAG(int32_t, port, llmserve::ServerConfig{}.port, "gRPC port (0 = any free port, logged)");
 ABSL_FLAG(int32_t, metrics_port, llmserve::ServerConfig{}.metrics_port,
           "Prometheus metrics port (GET /metrics on --host; 0 = off)");
+ABSL_FLAG(std::string, metrics_host, llmserve::ServerConfig{}.metrics_host,
+          "address the metrics port listens on; empty = --host (127.0.0.1 keeps /metrics off the network)");
 ABSL_FLAG(std::string, metrics_prefix, llmserve::ServerConfig{}.metrics_prefix,
           "metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. vllm: for vLLM dashboards)");
 ABSL_FLAG(std::string, reflection, llmserve::ServerConfig{}.reflection ? "on" : "off",
           "on: serve gRPC server reflection (grpcurl, Postman list and describe the services); off: do not");
+ABSL_FLAG(std::string, tls_cert, llmserve::ServerConfig{}.tls.cert_path,
+          "PEM certificate chain for the gRPC port (with --tls-key: TLS; re-read when the file changes)");
+ABSL_FLAG(std::string, tls_key, llmserve::ServerConfig{}.tls.key_path, "PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, llmserve::ServerConfig{}.tls.client_ca_path,
+          "PEM CA bundle: clients must present a certificate it signed (mutual TLS)");
+ABSL_FLAG(int32_t, tls_reload_interval, llmserve::ServerConfig{}.tls.reload_seconds,
+          "seconds between checks of the TLS files for a renewed certificate, key or CA");
+ABSL_FLAG(std::string, api_key_file, llmserve::ServerConfig{}.api_key_file,
+          "file of API keys (one per line, or sha256:<hex>); every llmserve.v1 call must send "
+          "'authorization: Bearer <key>' (health needs none); SIGHUP re-reads it");
+ABSL_FLAG(int32_t, max_streams_per_connection, llmserve::ServerConfig{}.max_streams_per_connection,
+          "calls one client connection may have open at once (HTTP/2 max concurrent streams)");
 ABSL_FLAG(int64_t, max_request_bytes, llmserve::ServerConfig{}.max_request_bytes,
           "largest request message accepted, in bytes (larger: RESOURCE_EXHAUSTED before parsing)");
 ABSL_FLAG(int64_t, max_prompt_bytes, llmserve::ServerConfig{}.max_prompt_bytes,
@@ -53,7 +67,7 @@ constexpr char kUsage[] =
     "[--flag=value ...]\n"
     "Serves a language model over gRPC (llmserve.v1.LlmService, grpc.health.v1.Health, reflection unless\n"
     "--reflection=off).\n"
-    "SIGTERM/SIGINT: health NOT_SERVING; after --drain-delay the port closes (new calls are refused)\n"
+    "SIGHUP re-reads --api-key-file. SIGTERM/SIGINT: health NOT_SERVING; after --drain-delay the port closes (new calls are refused)\n"
     "and in-flight streams finish (up to --drain-timeout); exit 0. A second signal exits at once.\n"
     "Flags take --name=value or --name value; dashes and underscores are interchangeable\n"
     "(--max-running 8 is --max_running=8). --helpfull lists absl's own flags too.";
@@ -69,7 +83,14 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.host = absl::GetFlag(FLAGS_host);
   c.port = absl::GetFlag(FLAGS_port);
   c.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  c.metrics_host = absl::GetFlag(FLAGS_metrics_host);
   c.metrics_prefix = absl::GetFlag(FLAGS_metrics_prefix);
+  c.tls.cert_path = absl::GetFlag(FLAGS_tls_cert);
+  c.tls.key_path = absl::GetFlag(FLAGS_tls_key);
+  c.tls.client_ca_path = absl::GetFlag(FLAGS_tls_client_ca);
+  c.tls.reload_seconds = absl::GetFlag(FLAGS_tls_reload_interval);
+  c.api_key_file = absl::GetFlag(FLAGS_api_key_file);
+  c.max_streams_per_connection = absl::GetFlag(FLAGS_max_streams_per_connection);
   absl::StatusOr<bool> reflection = llmserve::ParseOnOff("reflection", absl::GetFlag(FLAGS_reflection));
   if (!reflection.ok()) return reflection.status();
   c.reflection = *reflection;

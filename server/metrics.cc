@@ -105,6 +105,8 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(prometheus::Registry& r
     m->prompt_tokens_ = f.Counter("prompt_tokens_total", "Prompt tokens of requests whose prefill completed.");
     m->generation_tokens_ = f.Counter("generation_tokens_total", "Generated tokens delivered to clients.");
     m->preemptions_ = f.Counter("num_preemptions_total", "Sequences preempted (KV blocks ran out; recomputed later).");
+    m->unauthenticated_ = f.Counter("unauthenticated_requests_total",
+                                    "RPCs refused (UNAUTHENTICATED) for a missing or wrong API key.");
     auto& success = f.Counters("request_success_total",
                                "Requests finished: stop (EOS, stop string or token), length, abort "
                                "(cancelled or deadline).");
@@ -208,6 +210,8 @@ void Metrics::OnFinished(const Sequence& seq, const GenerationFinal& f) {
 }
 
 void Metrics::RecordAbortedBeforeRequest() { success_[kAbort]->Increment(); }
+
+void Metrics::RecordUnauthenticated() { unauthenticated_->Increment(); }
 
 void Metrics::RecordRejected(absl::StatusCode code) {
   switch (code) {

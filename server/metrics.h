@@ -14,6 +14,7 @@
 //                                histograms from the sequence's timestamps
 //   gRPC threads ── RecordRejected ▶ request_failure_total{code}
 //                ── RecordAbortedBeforeRequest ▶ request_success_total{finished_reason="abort"}
+//                ── RecordUnauthenticated ▶ unauthenticated_requests_total (any RPC, no or a wrong API key)
 //
 // Every series carries model_name (a constant label of each family). All label
 // combinations are created up front, so recording is lock-free atomics for counters and
@@ -73,6 +74,9 @@ class Metrics final : public EngineObserver {
   // A Generate call that ended (client cancel, deadline) before its request message
   // arrived: an abort like a cancel after admission, not a failure nobody saw.
   void RecordAbortedBeforeRequest();
+  // An RPC (any llmserve.v1 method) refused for a missing or wrong API key. Counted apart
+  // from request_failure_total: a scanner knocking on the port is not an error rate.
+  void RecordUnauthenticated();
 
   // The failure label for `code`: invalid_argument, resource_exhausted, unavailable, internal.
   static const char* FailureCodeLabel(absl::StatusCode code);
@@ -99,6 +103,7 @@ class Metrics final : public EngineObserver {
   prometheus::Counter* prompt_tokens_ = nullptr;
   prometheus::Counter* generation_tokens_ = nullptr;
   prometheus::Counter* preemptions_ = nullptr;
+  prometheus::Counter* unauthenticated_ = nullptr;
   std::array<prometheus::Counter*, kNumReasons> success_{};
   std::array<prometheus::Counter*, kNumCodes> failure_{};
   prometheus::Histogram* ttft_ = nullptr;

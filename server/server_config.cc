@@ -28,6 +28,11 @@ absl::Status ServerConfig::Validate() const {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = FlagInRange("max-streams-per-connection", max_streams_per_connection, 1, 1 << 20, "");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = tls.Validate(); !s.ok()) return s;
   if (absl::Status s = FlagInRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
   if (absl::Status s = FlagInRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;
   static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
@@ -57,8 +62,9 @@ bool ValidMetricsPrefix(const std::string& p) {
 }
 
 std::string ServerConfig::MetricsAddress() const {
-  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
-  return v6 ? absl::StrCat("[", host, "]:", metrics_port) : absl::StrCat(host, ":", metrics_port);
+  const std::string& h = metrics_host.empty() ? host : metrics_host;
+  const bool v6 = h.find(':') != std::string::npos && h.front() != '[';
+  return v6 ? absl::StrCat("[", h, "]:", metrics_port) : absl::StrCat(h, ":", metrics_port);
 }
 
 }  // namespace llmserve

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "server/engine_spec.h"
+#include "server/tls_credentials.h"
 
 namespace llmserve {
 
@@ -19,14 +20,21 @@ struct ServerConfig : EngineSpec {
   // Network.
   std::string host = "0.0.0.0";    // address to listen on (IPv4, IPv6 or a name)
   int32_t port = 50051;            // 0 = any free port (the chosen one is logged)
-  int32_t metrics_port = 9400;     // Prometheus /metrics on host:metrics_port; 0 = off
+  int32_t metrics_port = 9400;     // Prometheus /metrics on metrics_host:metrics_port; 0 = off
+  std::string metrics_host;        // "" = host (a pod's Prometheus scrapes the pod address)
   std::string metrics_prefix = "llmserve_";  // metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* ("vllm:")
   bool reflection = true;          // grpc.reflection.v1alpha.ServerReflection, if the binary links it
+
+  // Security (docs/OPERATIONS.md "Security").
+  TlsFiles tls;                    // --tls-cert, --tls-key, --tls-client-ca, --tls-reload-interval
+  std::string api_key_file;        // keys every llmserve.v1 RPC must carry (server/api_keys.h); "" = none
 
   // Bounded work per request.
   int64_t max_request_bytes = 4 << 20;  // largest request message gRPC accepts (RESOURCE_EXHAUSTED beyond)
   int64_t max_prompt_bytes = 0;         // text checked before tokenizing (request_convert.h); 0 = derived
                                         // from the context (DefaultMaxPromptBytes), capped at max_request_bytes
+  int32_t max_streams_per_connection = 256;  // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: a client's further
+                                             // calls wait in the client until one ends
 
   // Lifecycle.
   int32_t drain_delay_seconds = 0;     // SIGTERM: serve on (health NOT_SERVING) this long before refusing
@@ -39,7 +47,7 @@ struct ServerConfig : EngineSpec {
 
   // "host:port", with an IPv6 literal bracketed.
   std::string ListenAddress() const;
-  // The same for metrics_port.
+  // The same for metrics_port, on metrics_host (or host).
   std::string MetricsAddress() const;
   // max_prompt_bytes, or when 0 the default for a context of `max_context` tokens.
   int64_t EffectiveMaxPromptBytes(int32_t max_context) const;

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <csignal>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -18,12 +20,14 @@
 #include "grpcpp/impl/server_builder_plugin.h"
 #include "model/dtype.h"
 #include "prometheus/registry.h"
+#include "server/api_keys.h"
 #include "server/grpc_listener.h"
 #include "server/llm_service.h"
 #include "server/metrics.h"
 #include "server/metrics_exposer.h"
 #include "server/model_setup.h"
 #include "server/service_gate.h"
+#include "server/tls_credentials.h"
 #include "spdlog/spdlog.h"
 
 namespace llmserve {
@@ -47,17 +51,22 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
   }
 };
 
-// The gRPC server, without ports of its own: `listener` hands it the connections.
-std::unique_ptr<grpc::Server> StartGrpc(const ServerConfig& config, ServiceGate* gate) {
+// The gRPC server, without ports of its own: `listener` hands it the connections, with
+// `credentials`.
+std::unique_ptr<grpc::Server> StartGrpc(const ServerConfig& config, ServiceGate* gate, GrpcListener& listener,
+                                        std::shared_ptr<grpc::ServerCredentials> credentials) {
   grpc::EnableDefaultHealthCheckService(true);
   // Link grpc.health.v1's descriptors in, so reflection can describe the health service
   // (gRPC's built-in health service does not use the generated messages).
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::ServerBuilder builder;
   builder.RegisterService(gate);
+  listener.Attach(builder, std::move(credentials));
   if (!config.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   // A larger request is refused by gRPC (RESOURCE_EXHAUSTED) before anything parses it.
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_request_bytes));
+  // A connection opens at most this many calls at once; the client queues the rest.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, config.max_streams_per_connection);
   // Ping idle connections every minute (a vanished client's streams get cancelled) and
   // accept client keepalive pings down to every 10 s, also between calls.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
@@ -155,10 +164,52 @@ MetricsConfigInfo ConfigInfo(const ServerConfig& config) {
   return info;
 }
 
+// The keys of --api-key-file, or none without it.
+absl::StatusOr<std::optional<ApiKeys>> LoadApiKeys(const ServerConfig& config) {
+  if (config.api_key_file.empty()) return std::optional<ApiKeys>();
+  absl::StatusOr<ApiKeys> keys = ApiKeys::Load(config.api_key_file);
+  if (!keys.ok()) return keys.status();
+  return std::optional<ApiKeys>(*std::move(keys));
+}
+
+// SIGHUP: re-read --api-key-file (a bad file keeps the keys in use). Certificates need no
+// signal: their files are watched.
+void OnHangup(const ServerConfig& config, ServiceGate& gate) {
+  if (config.api_key_file.empty()) {
+    spdlog::info("SIGHUP: no --api-key-file to re-read{}", config.tls.enabled() ? "; TLS files are re-read every "
+                 + std::to_string(config.tls.reload_seconds) + " s" : "");
+    return;
+  }
+  absl::StatusOr<ApiKeys> keys = ApiKeys::Load(config.api_key_file);
+  if (!keys.ok()) {
+    spdlog::error("SIGHUP: keeping the API keys in use: {}", std::string(keys.status().message()));
+    return;
+  }
+  spdlog::info("SIGHUP: {} API keys from {}", keys->size(), config.api_key_file);
+  gate.ReplaceApiKeys(*std::move(keys));
+}
+
+// "TLS ...; N API keys" for the start-up line.
+std::string SecuritySummary(const ServerConfig& config, const std::optional<ApiKeys>& keys) {
+  return absl::StrCat(config.tls.Describe(), "; ",
+                      keys.has_value() ? absl::StrCat(keys->size(), " API keys (health and reflection need none)")
+                                       : std::string("no API keys"));
+}
+
 }  // namespace
 
 int RunServer(const ServerConfig& config, SignalWatcher& signals) {
-  ServiceGate gate;
+  absl::StatusOr<std::optional<ApiKeys>> keys = LoadApiKeys(config);
+  if (!keys.ok()) {
+    spdlog::error("{}", std::string(keys.status().message()));
+    return 1;
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(config.tls);
+  if (!credentials.ok()) {
+    spdlog::error("{}", std::string(credentials.status().message()));
+    return 1;
+  }
+  const std::string security = SecuritySummary(config, *keys);
   // Metrics first (known before the model loads), scrapeable while it loads.
   auto registry = std::make_shared<prometheus::Registry>();
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
@@ -176,25 +227,30 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     }
     exposer = *std::move(started);
   }
+  ServiceGate gate(*std::move(keys), metrics->get());
+  signals.OnHangup([&config, &gate] { OnHangup(config, gate); });
+  const absl::Cleanup no_hangup = [&signals] { signals.OnHangup(nullptr); };
   absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.host, config.port);
   if (!listener.ok()) {
     spdlog::error("cannot listen on {}: {}", config.ListenAddress(), std::string(listener.status().message()));
     return 1;
   }
   const int port = (*listener)->port();
-  std::unique_ptr<grpc::Server> server = StartGrpc(config, &gate);
+  std::unique_ptr<grpc::Server> server = StartGrpc(config, &gate, **listener, *std::move(credentials));
   if (server == nullptr) {
     spdlog::error("cannot start the gRPC server");
     return 1;
   }
   SetHealth(*server, false);
-  (*listener)->Start(server.get());  // after NOT_SERVING: no client sees the default SERVING
+  (*listener)->Start();  // after NOT_SERVING: no client sees the default SERVING
   ServerConfig bound = config;
   bound.port = port;
   const std::string address = bound.ListenAddress();
-  spdlog::info("llmserve {} listening on {} (NOT_SERVING while the model loads); metrics {}", kLlmserveVersion,
-               address, config.metrics_port == 0 ? std::string("off")
-                        : absl::StrCat("on http://", config.host, ":", exposer.port, "/metrics"));
+  ServerConfig metrics_bound = config;
+  metrics_bound.metrics_port = exposer.port;
+  spdlog::info("llmserve {} listening on {} (NOT_SERVING while the model loads), {}; metrics {}", kLlmserveVersion,
+               address, security, config.metrics_port == 0 ? std::string("off")
+                        : absl::StrCat("on http://", metrics_bound.MetricsAddress(), "/metrics"));
 
   absl::StatusOr<ModelSetup> setup = SetUpModel(config, metrics->get());
   if (!setup.ok()) {

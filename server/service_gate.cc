@@ -12,48 +12,82 @@ class RefusedStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnDone() override { delete this; }
 };
 
-grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx) {
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
   grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
-  r->Finish(Loading());
+  r->Finish(status);
   return r;
 }
 
 }  // namespace
 
+ServiceGate::ServiceGate(std::optional<ApiKeys> keys, Metrics* metrics) : metrics_(metrics) {
+  if (keys.has_value()) keys_ = std::make_shared<const ApiKeys>(*std::move(keys));
+}
+
+void ServiceGate::ReplaceApiKeys(ApiKeys keys) {
+  auto fresh = std::make_shared<const ApiKeys>(std::move(keys));
+  absl::MutexLock lock(&keys_mu_);
+  keys_ = std::move(fresh);
+}
+
+std::optional<grpc::Status> ServiceGate::Refusal(grpc::CallbackServerContext* ctx) {
+  std::shared_ptr<const ApiKeys> keys;
+  {
+    absl::ReaderMutexLock lock(&keys_mu_);
+    keys = keys_;
+  }
+  if (keys == nullptr) return std::nullopt;
+  const auto& metadata = ctx->client_metadata();
+  const auto [begin, end] = metadata.equal_range("authorization");
+  for (auto it = begin; it != end; ++it) {
+    if (keys->Accepts(absl::string_view(it->second.data(), it->second.size()))) return std::nullopt;
+  }
+  if (metrics_ != nullptr) metrics_->RecordUnauthenticated();
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      begin == end ? "no API key: send metadata 'authorization: Bearer <key>'"
+                                   : "the API key is not valid");
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ServiceGate::Generate(grpc::CallbackServerContext* ctx,
                                                                   const grpc::ByteBuffer* request) {
+  if (std::optional<grpc::Status> refused = Refusal(ctx)) return new RefusedStream(*refused);
   if (auto* t = target_.load()) return t->Generate(ctx, request);
   return new RefusedStream(Loading());
 }
 
 grpc::ServerUnaryReactor* ServiceGate::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                 grpc::ByteBuffer* response) {
+  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
   if (auto* t = target_.load()) return t->Tokenize(ctx, request, response);
-  return Refuse(ctx);
+  return Refuse(ctx, Loading());
 }
 
 grpc::ServerUnaryReactor* ServiceGate::ApplyChatTemplate(grpc::CallbackServerContext* ctx,
                                                          const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
   if (auto* t = target_.load()) return t->ApplyChatTemplate(ctx, request, response);
-  return Refuse(ctx);
+  return Refuse(ctx, Loading());
 }
 
 grpc::ServerUnaryReactor* ServiceGate::Detokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                   grpc::ByteBuffer* response) {
+  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
   if (auto* t = target_.load()) return t->Detokenize(ctx, request, response);
-  return Refuse(ctx);
+  return Refuse(ctx, Loading());
 }
 
 grpc::ServerUnaryReactor* ServiceGate::GetModelInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                     grpc::ByteBuffer* response) {
+  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
   if (auto* t = target_.load()) return t->GetModelInfo(ctx, request, response);
-  return Refuse(ctx);
+  return Refuse(ctx, Loading());
 }
 
 grpc::ServerUnaryReactor* ServiceGate::GetServerInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                      grpc::ByteBuffer* response) {
+  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
   if (auto* t = target_.load()) return t->GetServerInfo(ctx, request, response);
-  return Refuse(ctx);
+  return Refuse(ctx, Loading());
 }
 
 }  // namespace llmserve

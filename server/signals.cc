@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -18,6 +19,7 @@ sigset_t WatchedSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   sigaddset(&set, SIGUSR1);
   return set;
 }
@@ -53,6 +55,12 @@ void SignalWatcher::Run() {
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) return;
     if (sig == SIGUSR1) continue;  // only the destructor's wake-up means anything
+    if (sig == SIGHUP) {
+      const std::function<void()> handler = hangup_;
+      lock.unlock();
+      if (handler) handler();
+      continue;
+    }
     if (first_signal_ != 0) {
       lock.unlock();
       // Second signal: no more waiting. write(2) straight to stderr (logger may be busy).
@@ -70,6 +78,11 @@ int SignalWatcher::WaitForShutdown() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return first_signal_ != 0; });
   return first_signal_;
+}
+
+void SignalWatcher::OnHangup(std::function<void()> handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hangup_ = std::move(handler);
 }
 
 int SignalWatcher::received() const {

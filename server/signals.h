@@ -1,14 +1,17 @@
-// SignalWatcher: SIGTERM / SIGINT handling without async-signal-safety worries.
+// SignalWatcher: SIGTERM / SIGINT (and SIGHUP) handling without async-signal-safety worries.
 //
-//   main() first thing:  SignalWatcher::Start()  blocks SIGTERM, SIGINT (and SIGUSR1, the
+//   main() first thing:  SignalWatcher::Start()  blocks SIGTERM, SIGINT, SIGHUP (and SIGUSR1, the
 //                        watcher's wake-up) in the calling thread; every thread started
 //                        later inherits the mask, so only the watcher's sigwait sees them.
 //   watcher thread:      sigwait → 1st SIGTERM/SIGINT: records it, wakes WaitForShutdown()
 //                                → 2nd one: logs and _exit(128 + signal) at once
+//                        SIGHUP → the OnHangup handler (the server re-reads its API keys);
+//                                 never fatal
 //   ~SignalWatcher:      wakes the watcher with SIGUSR1 and joins it.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -30,6 +33,9 @@ class SignalWatcher {
   int WaitForShutdown();
   // Thread-safe. The first signal's number, or 0.
   int received() const;
+  // Thread-safe. `handler` runs on the watcher thread at each SIGHUP from now on (none:
+  // SIGHUP is ignored).
+  void OnHangup(std::function<void()> handler);
 
  private:
   SignalWatcher() = default;
@@ -39,6 +45,7 @@ class SignalWatcher {
   std::condition_variable cv_;
   int first_signal_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<void()> hangup_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

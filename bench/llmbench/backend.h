@@ -29,7 +29,7 @@ class Backend {
 };
 
 // llmserve.v1.LlmService/Generate over `options.channels` gRPC channels.
-std::unique_ptr<Backend> MakeGrpcBackend(const BenchOptions& options);
+std::unique_ptr<Backend> MakeGrpcBackend(const BenchOptions& options, llmserve::client::Connection connection);
 
 // llama.cpp's llama-server: POST /completion with "stream": true, the prompt as token ids,
 // n_predict = max_tokens, ignore_eos, the sampling fields, "return_tokens": true (the ids

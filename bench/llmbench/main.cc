@@ -82,6 +82,14 @@ std::map<std::string, Flag> Flags(BenchOptions* o) {
                            o->ban_last >= o->ban_first;
                   }};
   f["addr"] = String("server HOST:PORT (127.0.0.1:50051)", &o->addr);
+  f["tls"] = Switch("gRPC: TLS, checking the server's certificate against the system's CAs", &o->connect.tls);
+  f["tls-ca"] = String("gRPC: TLS, checking the server's certificate against this PEM CA bundle", &o->connect.tls_ca);
+  f["tls-cert"] = String("gRPC: PEM client certificate for mutual TLS (with --tls-key)", &o->connect.tls_cert);
+  f["tls-key"] = String("gRPC: PEM private key of --tls-cert", &o->connect.tls_key);
+  f["tls-server-name"] = String("gRPC: the name the server's certificate must carry (default: the host)",
+                                &o->connect.tls_server_name);
+  f["api-key-file"] = String("gRPC: send this file's key (first line) as 'authorization: Bearer KEY'",
+                             &o->connect.api_key_file);
   f["channels"] = Int("gRPC channels (connections); calls round-robin over them (1)", &o->channels);
   f["requests"] = Int("requests to send; with --turns K > 1 conversations, of K requests each (32)", &o->requests);
   f["concurrency"] = Int("streams in flight: closed loop size, or the open loop's cap (0 = none); with --turns > 1 "
@@ -225,8 +233,14 @@ int main(int argc, char** argv) {
     prompts = std::move(*read);
   }
 
-  std::unique_ptr<llmbench::Backend> backend =
-      o.backend == "llamacpp" ? llmbench::MakeLlamaCppBackend(o) : llmbench::MakeGrpcBackend(o);
+  absl::StatusOr<llmserve::client::Connection> connection = llmserve::client::Resolve(o.connect);
+  if (!connection.ok()) {
+    std::cerr << "llmbench: " << connection.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::unique_ptr<llmbench::Backend> backend = o.backend == "llamacpp"
+                                                   ? llmbench::MakeLlamaCppBackend(o)
+                                                   : llmbench::MakeGrpcBackend(o, *std::move(connection));
   std::string error;
   const std::optional<v1::ModelInfo> model = backend->ModelInfo(&error);
   llmbench::ModelLimits limits;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "client/connect_options.h"
 
 namespace llmbench {
 
@@ -26,6 +27,7 @@ struct BenchOptions {
   std::string backend = "grpc";          // "grpc" (llmserve) or "llamacpp" (llama-server over HTTP)
   std::string addr = "127.0.0.1:50051";  // server HOST:PORT
   int channels = 1;                      // gRPC channels (separate connections), calls round-robin
+  llmserve::client::ConnectOptions connect;  // gRPC: TLS, client certificate, API key
   int requests = 32;                     // requests (with --turns > 1: conversations) to send in total
   int concurrency = 8;                   // max streams (conversations) in flight; 0 = unlimited (open loop only)
   double rate = 0;                       // open loop: Poisson arrivals per second; 0 = closed loop

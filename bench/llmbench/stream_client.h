@@ -61,6 +61,8 @@ class StreamCall : public grpc::ClientReadReactor<llmserve::v1::GenerateResponse
   StreamCall(int index, llmserve::v1::LlmService::Stub* stub, const llmserve::v1::GenerateRequest* request,
              Clock::time_point epoch, double timeout_seconds, int expected_tokens, CallSink* sink);
 
+  // The call's context, to add metadata before Start().
+  grpc::ClientContext* context() { return &ctx_; }
   // Starts the call (once).
   void Start();
 

@@ -90,9 +90,11 @@ std::unique_ptr<ServerProcess> ServerProcess::Launch(const std::vector<std::stri
 }
 
 std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::string>& args, std::string* error,
-                                                    absl::Duration timeout) {
+                                                    absl::Duration timeout,
+                                                    const llmserve::client::Connection* connection) {
   for (int attempt = 0; attempt < 5; ++attempt) {
     std::unique_ptr<ServerProcess> p = Launch(args);
+    if (connection != nullptr) p->connection_ = *connection;
     if (p->pid_ <= 0) {
       *error = "could not start " LLMSERVE_BINARY;
       return nullptr;
@@ -127,7 +129,9 @@ std::string ServerProcess::address() const { return absl::StrCat("127.0.0.1:", p
 std::shared_ptr<grpc::Channel> ServerProcess::channel() {
   if (channel_ == nullptr) {
     // "ipv4:" skips the DNS resolver (and its re-resolution cooldown after a failure).
-    channel_ = grpc::CreateChannel("ipv4:" + address(), grpc::InsecureChannelCredentials());
+    channel_ = connection_.credentials == nullptr
+                   ? grpc::CreateChannel("ipv4:" + address(), grpc::InsecureChannelCredentials())
+                   : connection_.NewChannel("ipv4:" + address());
   }
   return channel_;
 }

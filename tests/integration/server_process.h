@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "client/connect_options.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "llmserve/v1/llmserve.grpc.pb.h"
@@ -33,8 +34,11 @@ class ServerProcess {
  public:
   // Starts llmserve and waits until it is SERVING (up to `timeout`). nullptr (with the
   // reason in *error) if it exits or does not become SERVING in time.
+  // `connection`: how channel() connects (TLS for a server started with --tls-cert); the
+  // default is plaintext.
   static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& args, std::string* error,
-                                              absl::Duration timeout = absl::Seconds(60));
+                                              absl::Duration timeout = absl::Seconds(60),
+                                              const llmserve::client::Connection* connection = nullptr);
   // Starts llmserve on `port` (0: a free one) without waiting for anything.
   static std::unique_ptr<ServerProcess> Launch(const std::vector<std::string>& args, int port = 0);
 
@@ -70,6 +74,7 @@ class ServerProcess {
   int exit_code_ = -1;
   std::string log_path_;
   std::shared_ptr<grpc::Channel> channel_;
+  llmserve::client::Connection connection_;  // null credentials: plaintext
 };
 
 // One Generate call read to its end.

@@ -63,9 +63,10 @@ TEST(GrpcListenerTest, ServesThroughItsPortAndRefusesNewConnectionsAfterClose) {
   grpc::ServerBuilder builder;
   ServiceGate gate;  // some callback service, as in llmserve (the gate stays closed)
   builder.RegisterService(&gate);
+  (*listener)->Attach(builder, grpc::InsecureServerCredentials());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
-  (*listener)->Start(server.get());
+  (*listener)->Start();
 
   auto before = NewChannel(port);
   const grpc::Status first = Check(before);
@@ -89,9 +90,10 @@ TEST(GrpcListenerTest, OutOfDescriptorsBacksOffLogsOnceAndRecovers) {
   grpc::ServerBuilder builder;
   ServiceGate gate;
   builder.RegisterService(&gate);
+  (*listener)->Attach(builder, grpc::InsecureServerCredentials());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
-  (*listener)->Start(server.get());
+  (*listener)->Start();
   ASSERT_TRUE(Check(NewChannel(port)).ok());
 
   std::ostringstream log;

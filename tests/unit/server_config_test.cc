@@ -57,6 +57,19 @@ TEST(ServerConfigTest, InvalidSettingsNameTheFlag) {
       {"f16 weights", [](ServerConfig& c) { c.weight_dtype = DType::kF16; }, "f16 is not supported"},
       {"f16 kv", [](ServerConfig& c) { c.kv_dtype = DType::kF16; }, "f16 is not supported"},
       {"log level", [](ServerConfig& c) { c.log_level = "verbose"; }, "--log-level=verbose"},
+      {"zero streams per connection", [](ServerConfig& c) { c.max_streams_per_connection = 0; },
+       "--max-streams-per-connection=0"},
+      {"cert without key", [](ServerConfig& c) { c.tls.cert_path = "server.pem"; }, "--tls-cert and --tls-key"},
+      {"key without cert", [](ServerConfig& c) { c.tls.key_path = "server.key"; }, "--tls-cert and --tls-key"},
+      {"client CA without TLS", [](ServerConfig& c) { c.tls.client_ca_path = "ca.pem"; },
+       "--tls-client-ca needs --tls-cert"},
+      {"zero reload interval",
+       [](ServerConfig& c) {
+         c.tls.cert_path = "server.pem";
+         c.tls.key_path = "server.key";
+         c.tls.reload_seconds = 0;
+       },
+       "--tls-reload-interval=0"},
   };
   for (const BadCase& bc : cases) {
     SCOPED_TRACE(bc.name);
@@ -167,6 +180,27 @@ TEST(ServerConfigTest, ListenAddressBracketsIpv6) {
     c.host = host;
     EXPECT_EQ(c.ListenAddress(), want);
   }
+}
+
+TEST(ServerConfigTest, MetricsListenOnTheirOwnHostOrTheServers) {
+  ServerConfig c;
+  c.host = "::";
+  c.metrics_port = 9400;
+  EXPECT_EQ(c.MetricsAddress(), "[::]:9400");
+  c.metrics_host = "127.0.0.1";
+  EXPECT_EQ(c.MetricsAddress(), "127.0.0.1:9400");
+  EXPECT_EQ(c.ListenAddress(), "[::]:50051");
+}
+
+TEST(ServerConfigTest, TlsDescribesWhatIsOn) {
+  ServerConfig c;
+  EXPECT_EQ(c.tls.Describe(), "plaintext");
+  c.tls.cert_path = "server.pem";
+  c.tls.key_path = "server.key";
+  EXPECT_TRUE(c.Validate().ok());
+  EXPECT_EQ(c.tls.Describe().rfind("TLS, ", 0), 0u) << c.tls.Describe();
+  c.tls.client_ca_path = "ca.pem";
+  EXPECT_EQ(c.tls.Describe().rfind("mutual TLS", 0), 0u) << c.tls.Describe();
 }
 
 TEST(ServerConfigTest, ModelNameFromPath) {

@@ -1,13 +1,18 @@
 // ServiceGate in an in-process gRPC server: every method answers UNAVAILABLE "model
-// loading" until Open(), then the calls reach the real LlmService (the demo model).
+// loading" until Open(), then the calls reach the real LlmService (the demo model); with
+// API keys, a call without an accepted key gets UNAUTHENTICATED first, and is counted.
 #include "server/service_gate.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 #include "server/model_setup.h"
+#include "tests/util/prom_text.h"
 
 namespace llmserve {
 namespace {
@@ -16,10 +21,16 @@ namespace v1 = llmserve::v1;
 
 class ServiceGateTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Serve(std::nullopt); }
+  // The server, with `keys` at the gate (counting refusals in metrics_).
+  void Serve(std::optional<ApiKeys> keys) {
+    auto metrics = Metrics::Create(registry_, "llmserve_", "demo", MetricsConfigInfo{});
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    metrics_ = *std::move(metrics);
+    gate_ = std::make_unique<ServiceGate>(std::move(keys), metrics_.get());
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(&gate_);
+    builder.RegisterService(gate_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_GT(port_, 0);
@@ -40,14 +51,20 @@ class ServiceGateTest : public ::testing::Test {
     ASSERT_TRUE(setup_.ok()) << setup_.status();
     service_ = std::make_unique<LlmService>(*setup_->engine, *setup_->tokenizer, setup_->info);
     setup_->engine->Start();
-    gate_.Open(service_.get());
+    gate_->Open(service_.get());
   }
 
-  // Every method's status code and message.
-  std::vector<grpc::Status> CallAll() {
+  // Every method's status code and message; `authorization` ("" = none) is sent as that
+  // metadata.
+  std::vector<grpc::Status> CallAll(const std::string& authorization = "") {
     std::vector<grpc::Status> out;
+    struct Ctx : grpc::ClientContext {
+      explicit Ctx(const std::string& a) {
+        if (!a.empty()) AddMetadata("authorization", a);
+      }
+    };
     {
-      grpc::ClientContext ctx;
+      Ctx ctx(authorization);
       v1::GenerateRequest req;
       req.set_text("Hi");
       req.set_max_tokens(4);
@@ -58,31 +75,31 @@ class ServiceGateTest : public ::testing::Test {
       out.push_back(reader->Finish());
     }
     {
-      grpc::ClientContext ctx;
+      Ctx ctx(authorization);
       v1::TokenizeRequest req;
       req.set_text("Hi");
       v1::TokenizeResponse resp;
       out.push_back(stub_->Tokenize(&ctx, req, &resp));
     }
     {
-      grpc::ClientContext ctx;
+      Ctx ctx(authorization);
       v1::DetokenizeRequest req;
       req.add_ids(72);
       v1::DetokenizeResponse resp;
       out.push_back(stub_->Detokenize(&ctx, req, &resp));
     }
     {
-      grpc::ClientContext ctx;
+      Ctx ctx(authorization);
       v1::ModelInfo resp;
       out.push_back(stub_->GetModelInfo(&ctx, v1::GetModelInfoRequest(), &resp));
     }
     {
-      grpc::ClientContext ctx;
+      Ctx ctx(authorization);
       v1::ServerInfo resp;
       out.push_back(stub_->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &resp));
     }
     {
-      grpc::ClientContext ctx;
+      Ctx ctx(authorization);
       v1::ApplyChatTemplateRequest req;
       v1::ChatMessage* m = req.mutable_chat()->add_messages();
       m->set_role("user");
@@ -93,7 +110,9 @@ class ServiceGateTest : public ::testing::Test {
     return out;
   }
 
-  ServiceGate gate_;
+  prometheus::Registry registry_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ServiceGate> gate_;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::LlmService::Stub> stub_;
@@ -102,7 +121,7 @@ class ServiceGateTest : public ::testing::Test {
 };
 
 TEST_F(ServiceGateTest, ClosedGateAnswersUnavailableModelLoading) {
-  EXPECT_FALSE(gate_.is_open());
+  EXPECT_FALSE(gate_->is_open());
   const std::vector<grpc::Status> got = CallAll();
   ASSERT_EQ(got.size(), 6u);
   for (size_t i = 0; i < got.size(); ++i) {
@@ -114,7 +133,7 @@ TEST_F(ServiceGateTest, ClosedGateAnswersUnavailableModelLoading) {
 
 TEST_F(ServiceGateTest, OpenGateForwardsEveryMethod) {
   OpenGate();
-  EXPECT_TRUE(gate_.is_open());
+  EXPECT_TRUE(gate_->is_open());
   const std::vector<grpc::Status> got = CallAll();
   ASSERT_EQ(got.size(), 6u);
   for (size_t i = 0; i + 1 < got.size(); ++i) {
@@ -127,6 +146,54 @@ TEST_F(ServiceGateTest, OpenGateForwardsEveryMethod) {
   v1::ModelInfo info;
   ASSERT_TRUE(stub_->GetModelInfo(&ctx, v1::GetModelInfoRequest(), &info).ok());
   EXPECT_EQ(info.name(), "demo");
+}
+
+class KeyedServiceGateTest : public ServiceGateTest {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<ApiKeys> keys = ApiKeys::Parse("first-key-0123456789\n", "test");
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    Serve(*std::move(keys));
+  }
+  double Unauthenticated() {
+    const std::string text = prometheus::TextSerializer().Serialize(registry_.Collect());
+    return ::llmserve::testing::FindSample(::llmserve::testing::ParsePromText(text),
+                                           "llmserve_unauthenticated_requests_total", {{"model_name", "demo"}})
+        .value_or(-1);
+  }
+};
+
+TEST_F(KeyedServiceGateTest, EveryMethodNeedsAnAcceptedKeyAndRefusalsAreCounted) {
+  OpenGate();
+  for (const std::string& auth : {std::string(), std::string("Bearer wrong-key-0123456789"),
+                                  std::string("first-key-0123456789"), std::string("Basic first-key-0123456789")}) {
+    SCOPED_TRACE("authorization: " + auth);
+    const std::vector<grpc::Status> got = CallAll(auth);
+    ASSERT_EQ(got.size(), 6u);
+    for (const grpc::Status& st : got) {
+      EXPECT_EQ(st.error_code(), grpc::UNAUTHENTICATED) << st.error_message();
+      EXPECT_EQ(st.error_message().find("first-key"), std::string::npos) << "the key must not be echoed";
+    }
+  }
+  EXPECT_EQ(Unauthenticated(), 24);
+  const std::vector<grpc::Status> ok = CallAll("bearer first-key-0123456789");
+  for (size_t i = 0; i + 1 < ok.size(); ++i) EXPECT_TRUE(ok[i].ok()) << ok[i].error_message();
+  EXPECT_EQ(ok[5].error_code(), grpc::FAILED_PRECONDITION);  // no chat template: the service's answer
+  EXPECT_EQ(Unauthenticated(), 24);
+}
+
+TEST_F(KeyedServiceGateTest, KeysAreCheckedBeforeTheModelIsLoaded) {
+  for (const grpc::Status& st : CallAll()) EXPECT_EQ(st.error_code(), grpc::UNAUTHENTICATED);
+  for (const grpc::Status& st : CallAll("Bearer first-key-0123456789")) EXPECT_EQ(st.error_code(), grpc::UNAVAILABLE);
+}
+
+TEST_F(KeyedServiceGateTest, ReplacedKeysApplyToTheNextCall) {
+  OpenGate();
+  absl::StatusOr<ApiKeys> rotated = ApiKeys::Parse("second-key-0123456789\n", "test");
+  ASSERT_TRUE(rotated.ok());
+  gate_->ReplaceApiKeys(*std::move(rotated));
+  EXPECT_EQ(CallAll("Bearer first-key-0123456789")[0].error_code(), grpc::UNAUTHENTICATED);
+  EXPECT_TRUE(CallAll("Bearer second-key-0123456789")[0].ok());
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ namespace v1 = llmserve::v1;
 bool StreamReply(const Client& client, v1::LlmService::Stub& stub, const v1::GenerateRequest& request,
                  std::string* reply, v1::Final* final) {
   grpc::ClientContext ctx;
-  SetDeadline(client, &ctx);
+  PrepareCall(client, &ctx);
   if (client.interrupts != nullptr) client.interrupts->Watch(&ctx);
   auto reader = stub.Generate(&ctx, request);
   v1::GenerateResponse message;
@@ -98,7 +98,7 @@ int RunChat(const Client& client, const v1::GenerateRequest& base, const ChatOpt
     *request.mutable_chat() = history;
     if (options.show_prompt) {
       grpc::ClientContext ctx;
-      SetDeadline(client, &ctx);
+      PrepareCall(client, &ctx);
       v1::ApplyChatTemplateRequest areq;
       *areq.mutable_chat() = history;
       v1::ApplyChatTemplateResponse aresp;

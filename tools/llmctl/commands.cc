@@ -54,8 +54,9 @@ std::string ToJson(const google::protobuf::Message& message) {
   return out;
 }
 
-void SetDeadline(const Client& client, grpc::ClientContext* ctx) {
+void PrepareCall(const Client& client, grpc::ClientContext* ctx) {
   if (client.timeout.has_value()) ctx->set_deadline(absl::ToChronoTime(absl::Now() + *client.timeout));
+  client.connection.Authorize(ctx);
 }
 
 std::string Quote(const std::string& s) {
@@ -81,7 +82,7 @@ std::string Quote(const std::string& s) {
 
 int RunTokenize(const Client& client, const v1::TokenizeRequest& request, bool pieces) {
   grpc::ClientContext ctx;
-  SetDeadline(client, &ctx);
+  PrepareCall(client, &ctx);
   v1::TokenizeResponse response;
   const grpc::Status status = v1::LlmService::NewStub(client.channel)->Tokenize(&ctx, request, &response);
   if (!status.ok()) return PrintStatus(status);
@@ -100,7 +101,7 @@ int RunTokenize(const Client& client, const v1::TokenizeRequest& request, bool p
 
 int RunDetokenize(const Client& client, const v1::DetokenizeRequest& request) {
   grpc::ClientContext ctx;
-  SetDeadline(client, &ctx);
+  PrepareCall(client, &ctx);
   v1::DetokenizeResponse response;
   const grpc::Status status = v1::LlmService::NewStub(client.channel)->Detokenize(&ctx, request, &response);
   if (!status.ok()) return PrintStatus(status);
@@ -176,13 +177,13 @@ int RunInfo(const Client& client) {
   v1::ServerInfo server;
   {
     grpc::ClientContext ctx;
-    SetDeadline(client, &ctx);
+    PrepareCall(client, &ctx);
     const grpc::Status status = stub->GetModelInfo(&ctx, v1::GetModelInfoRequest(), &model);
     if (!status.ok()) return PrintStatus(status);
   }
   {
     grpc::ClientContext ctx;
-    SetDeadline(client, &ctx);
+    PrepareCall(client, &ctx);
     const grpc::Status status = stub->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &server);
     if (!status.ok()) return PrintStatus(status);
   }
@@ -197,7 +198,7 @@ int RunInfo(const Client& client) {
 
 int RunHealth(const Client& client, const std::string& service) {
   grpc::ClientContext ctx;
-  SetDeadline(client, &ctx);
+  PrepareCall(client, &ctx);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   HealthResponse response;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "client/connect_options.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -25,6 +26,7 @@ inline constexpr int kExitInterrupted = 130;  // cancelled by Ctrl-C (128 + SIGI
 // What every subcommand needs.
 struct Client {
   std::shared_ptr<grpc::Channel> channel;
+  llmserve::client::Connection connection;  // credentials and API key (the channel uses them)
   std::optional<absl::Duration> timeout;  // the call's deadline from its start; unset: none
   bool json = false;                      // print messages as JSON lines
   InterruptWatcher* interrupts = nullptr; // Ctrl-C cancels the call (generate)
@@ -59,7 +61,7 @@ int PrintStatus(const grpc::Status& status);
 // One-line JSON with the proto's field names (int64 fields are strings, per proto3 JSON).
 std::string ToJson(const google::protobuf::Message& message);
 // Applies client.timeout to the call.
-void SetDeadline(const Client& client, grpc::ClientContext* ctx);
+void PrepareCall(const Client& client, grpc::ClientContext* ctx);
 // `s` quoted with C-style escapes for quotes, backslashes and control bytes; other bytes
 // (UTF-8 included) as they are.
 std::string Quote(const std::string& s);

@@ -91,7 +91,7 @@ int FinishedExitCode(const v1::Final& final) {
 
 int RunGenerate(const Client& client, const v1::GenerateRequest& request) {
   grpc::ClientContext ctx;
-  SetDeadline(client, &ctx);
+  PrepareCall(client, &ctx);
   auto stub = v1::LlmService::NewStub(client.channel);
   if (client.interrupts != nullptr) client.interrupts->Watch(&ctx);
   auto reader = stub->Generate(&ctx, request);

@@ -85,6 +85,7 @@ Flag Switch(std::function<void()> set) {
 // Options every subcommand accepts.
 struct Common {
   std::string addr;
+  llmserve::client::ConnectOptions connect;
   std::optional<double> timeout_seconds;
   bool json = false;
   bool help = false;
@@ -93,6 +94,12 @@ struct Common {
 void AddCommonFlags(Common* c, FlagTable* flags) {
   (*flags)["addr"] = StringFlag([c](const std::string& v) { c->addr = v; });
   (*flags)["json"] = Switch([c] { c->json = true; });
+  (*flags)["tls"] = Switch([c] { c->connect.tls = true; });
+  (*flags)["tls-ca"] = StringFlag([c](const std::string& v) { c->connect.tls_ca = v; });
+  (*flags)["tls-cert"] = StringFlag([c](const std::string& v) { c->connect.tls_cert = v; });
+  (*flags)["tls-key"] = StringFlag([c](const std::string& v) { c->connect.tls_key = v; });
+  (*flags)["tls-server-name"] = StringFlag([c](const std::string& v) { c->connect.tls_server_name = v; });
+  (*flags)["api-key-file"] = StringFlag([c](const std::string& v) { c->connect.api_key_file = v; });
   (*flags)["timeout"] = {true, [c](const std::string& v) {
                            double x = 0;
                            if (!absl::SimpleAtod(v, &x) || !std::isfinite(x) || x < 0) {
@@ -356,8 +363,15 @@ int main(int argc, char** argv) {
   }
   if (absl::Status st = cmd.check_args(positional); !st.ok()) return UsageError(st, name);
 
+  absl::StatusOr<llmserve::client::Connection> connection = llmserve::client::Resolve(common.connect);
+  if (!connection.ok()) {
+    if (absl::IsInvalidArgument(connection.status())) return UsageError(connection.status(), name);
+    std::fprintf(stderr, "llmctl: %s\n", std::string(connection.status().message()).c_str());
+    return llmctl::kExitFailure;
+  }
   llmctl::Client client;
-  client.channel = grpc::CreateChannel(common.addr, grpc::InsecureChannelCredentials());
+  client.connection = *std::move(connection);
+  client.channel = client.connection.NewChannel(common.addr);
   client.json = common.json;
   client.interrupts = &interrupts;
   const double timeout = common.timeout_seconds.value_or(cmd.default_timeout);
