@@ -66,6 +66,8 @@ struct Tally {
     std::lock_guard<std::mutex> lock(mu);
     return codes[c];
   }
+  // Streams that ended by running out, a cancel or a deadline: no other code.
+  int clean_ends() { return count(grpc::OK) + count(grpc::CANCELLED) + count(grpc::DEADLINE_EXCEEDED); }
   std::string Describe() {
     std::lock_guard<std::mutex> lock(mu);
     std::string s;
@@ -113,6 +115,14 @@ class OverloadTest : public ::testing::Test {
     }
     return out;
   }
+  // All `total` streams ended cleanly, the OK ones with exactly one Final and nothing after
+  // it; then the server is idle (no KV block in use) and serves the next request.
+  void ExpectCleanEndsThenIdle(Tally& tally, int total) {
+    EXPECT_EQ(tally.clean_ends(), total) << tally.Describe();
+    EXPECT_EQ(tally.ok_without_one_final, 0);
+    EXPECT_EQ(tally.message_after_final, 0);
+    ExpectIdleAndServing();
+  }
   void ExpectIdleAndServing() {
     auto stub = server_->stub();
     EXPECT_TRUE(WaitBlocksFree(*stub, absl::Seconds(30))) << "KV blocks still in use";
@@ -135,9 +145,7 @@ TEST_F(OverloadTest, TwoHundredConcurrentStreamsEachEndWithExactlyOneFinal) {
   for (std::thread& t : threads) t.join();
   // 200 fit the running batch (64) and the waiting queue (256): all are served.
   EXPECT_EQ(tally.count(grpc::OK), 200) << tally.Describe();
-  EXPECT_EQ(tally.ok_without_one_final, 0);
-  EXPECT_EQ(tally.message_after_final, 0);
-  ExpectIdleAndServing();
+  ExpectCleanEndsThenIdle(tally, 200);
 }
 
 TEST_F(OverloadTest, ThreeHundredCancelsLeaveNothingBehind) {
@@ -160,12 +168,8 @@ TEST_F(OverloadTest, ThreeHundredCancelsLeaveNothingBehind) {
     });
   }
   for (std::thread& t : workers) t.join();
-  const int ended = tally.count(grpc::OK) + tally.count(grpc::CANCELLED) + tally.count(grpc::DEADLINE_EXCEEDED);
-  EXPECT_EQ(ended, 300) << tally.Describe();
   EXPECT_GT(tally.count(grpc::CANCELLED) + tally.count(grpc::DEADLINE_EXCEEDED), 200) << tally.Describe();
-  EXPECT_EQ(tally.ok_without_one_final, 0);
-  EXPECT_EQ(tally.message_after_final, 0);
-  ExpectIdleAndServing();
+  ExpectCleanEndsThenIdle(tally, 300);
 }
 
 TEST_F(OverloadTest, SixtySecondSoakKeepsMemoryFlat) {
@@ -200,11 +204,7 @@ TEST_F(OverloadTest, SixtySecondSoakKeepsMemoryFlat) {
   ASSERT_GT(middle, 0);
   EXPECT_LE(end, middle * 12 / 10) << "RSS grew from " << middle << " KiB at 30 s to " << end << " KiB at 60 s";
   EXPECT_GT(next.load(), 500) << "the soak barely ran";
-  const int ended = tally.count(grpc::OK) + tally.count(grpc::CANCELLED) + tally.count(grpc::DEADLINE_EXCEEDED);
-  EXPECT_EQ(ended, next.load()) << tally.Describe();
-  EXPECT_EQ(tally.ok_without_one_final, 0);
-  EXPECT_EQ(tally.message_after_final, 0);
-  ExpectIdleAndServing();
+  ExpectCleanEndsThenIdle(tally, next.load());
   std::printf("soak: %d requests, RSS %lld KiB at 30 s, %lld KiB at 60 s\n", next.load(),
               static_cast<long long>(middle), static_cast<long long>(end));
 }
