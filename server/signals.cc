@@ -56,9 +56,9 @@ void SignalWatcher::Run() {
     if (stopping_) return;
     if (sig == SIGUSR1) continue;  // only the destructor's wake-up means anything
     if (sig == SIGHUP) {
-      const std::function<void()> handler = hangup_;
       lock.unlock();
-      if (handler) handler();
+      std::lock_guard<std::mutex> running(hangup_mu_);
+      if (hangup_) hangup_();
       continue;
     }
     if (first_signal_ != 0) {
@@ -81,7 +81,7 @@ int SignalWatcher::WaitForShutdown() {
 }
 
 void SignalWatcher::OnHangup(std::function<void()> handler) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(hangup_mu_);
   hangup_ = std::move(handler);
 }
 

@@ -34,7 +34,8 @@ class SignalWatcher {
   // Thread-safe. The first signal's number, or 0.
   int received() const;
   // Thread-safe. `handler` runs on the watcher thread at each SIGHUP from now on (none:
-  // SIGHUP is ignored).
+  // SIGHUP is ignored). Waits for a handler already running, so that once
+  // OnHangup(nullptr) returns the old handler's captures may go.
   void OnHangup(std::function<void()> handler);
 
  private:
@@ -45,7 +46,8 @@ class SignalWatcher {
   std::condition_variable cv_;
   int first_signal_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::function<void()> hangup_ ABSL_GUARDED_BY(mu_);
+  std::mutex hangup_mu_;  // held while the handler runs
+  std::function<void()> hangup_ ABSL_GUARDED_BY(hangup_mu_);
   std::thread thread_;
 };
 
