@@ -1,7 +1,7 @@
 // SignalWatcher: SIGHUP runs the OnHangup handler; the first SIGINT/SIGTERM sent to the
-// process wakes WaitForShutdown (the
-// signal is blocked, so it does not kill the test); the destructor joins the watcher. The
-// second-signal exit is covered by the integration tests (it ends the process).
+// process wakes WaitForShutdown (the signals are blocked, so they do not kill the test);
+// the destructor joins the watcher. The second-signal exit is covered by the integration
+// tests (it ends the process).
 #include "server/signals.h"
 
 #include <signal.h>
