@@ -30,6 +30,8 @@ ABSL_FLAG(int32_t, metrics_port, llmserve::ServerConfig{}.metrics_port,
           "Prometheus metrics port (GET /metrics on --host; 0 = off)");
 ABSL_FLAG(std::string, metrics_host, llmserve::ServerConfig{}.metrics_host,
           "address the metrics port listens on; empty = --host (127.0.0.1 keeps /metrics off the network)");
+ABSL_FLAG(std::string, metrics_tls, llmserve::ServerConfig{}.metrics_tls ? "on" : "off",
+          "on: serve /metrics over HTTPS with the --tls-cert/--tls-key pair (scrape with scheme https); off: HTTP");
 ABSL_FLAG(std::string, metrics_prefix, llmserve::ServerConfig{}.metrics_prefix,
           "metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. vllm: for vLLM dashboards)");
 ABSL_FLAG(std::string, reflection, llmserve::ServerConfig{}.reflection ? "on" : "off",
@@ -85,6 +87,9 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   c.metrics_host = absl::GetFlag(FLAGS_metrics_host);
   c.metrics_prefix = absl::GetFlag(FLAGS_metrics_prefix);
+  absl::StatusOr<bool> metrics_tls = llmserve::ParseOnOff("metrics-tls", absl::GetFlag(FLAGS_metrics_tls));
+  if (!metrics_tls.ok()) return metrics_tls.status();
+  c.metrics_tls = *metrics_tls;
   c.tls.cert_path = absl::GetFlag(FLAGS_tls_cert);
   c.tls.key_path = absl::GetFlag(FLAGS_tls_key);
   c.tls.client_ca_path = absl::GetFlag(FLAGS_tls_client_ca);

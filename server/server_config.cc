@@ -33,6 +33,9 @@ absl::Status ServerConfig::Validate() const {
     return s;
   }
   if (absl::Status s = tls.Validate(); !s.ok()) return s;
+  if (metrics_tls && !tls.enabled()) {
+    return absl::InvalidArgumentError("--metrics-tls=on needs --tls-cert and --tls-key (the metrics port serves that pair)");
+  }
   if (absl::Status s = FlagInRange("drain-delay", drain_delay_seconds, 0, 3600, " seconds"); !s.ok()) return s;
   if (absl::Status s = FlagInRange("drain-timeout", drain_timeout_seconds, 0, 24 * 3600, " seconds"); !s.ok()) return s;
   static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};

@@ -22,6 +22,7 @@ struct ServerConfig : EngineSpec {
   int32_t port = 50051;            // 0 = any free port (the chosen one is logged)
   int32_t metrics_port = 9400;     // Prometheus /metrics on metrics_host:metrics_port; 0 = off
   std::string metrics_host;        // "" = host (a pod's Prometheus scrapes the pod address)
+  bool metrics_tls = false;        // serve /metrics over HTTPS with the --tls-cert pair
   std::string metrics_prefix = "llmserve_";  // metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* ("vllm:")
   bool reflection = true;          // grpc.reflection.v1alpha.ServerReflection, if the binary links it
 

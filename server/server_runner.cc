@@ -218,9 +218,11 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     spdlog::error("{}", std::string(metrics.status().message()));
     return 1;
   }
-  MetricsExposer exposer;
+  std::unique_ptr<MetricsExposer> exposer;
   if (config.metrics_port != 0) {
-    absl::StatusOr<MetricsExposer> started = StartMetricsExposer(config.MetricsAddress(), registry);
+    absl::StatusOr<std::unique_ptr<MetricsExposer>> started =
+        MetricsExposer::Start(config.metrics_host.empty() ? config.host : config.metrics_host, config.metrics_port,
+                              registry, config.metrics_tls ? &config.tls : nullptr);
     if (!started.ok()) {
       spdlog::error("{}", std::string(started.status().message()));
       return 1;
@@ -247,10 +249,11 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   bound.port = port;
   const std::string address = bound.ListenAddress();
   ServerConfig metrics_bound = config;
-  metrics_bound.metrics_port = exposer.port;
+  metrics_bound.metrics_port = exposer != nullptr ? exposer->port() : 0;
   spdlog::info("llmserve {} listening on {} (NOT_SERVING while the model loads), {}; metrics {}", kLlmserveVersion,
                address, security, config.metrics_port == 0 ? std::string("off")
-                        : absl::StrCat("on http://", metrics_bound.MetricsAddress(), "/metrics"));
+                        : absl::StrCat("on ", config.metrics_tls ? "https://" : "http://",
+                                       metrics_bound.MetricsAddress(), "/metrics"));
 
   absl::StatusOr<ModelSetup> setup = SetUpModel(config, metrics->get());
   if (!setup.ok()) {

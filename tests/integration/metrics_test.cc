@@ -190,10 +190,8 @@ TEST(MetricsIntegrationTest, PrefixFlagRenamesEverySeries) {
   });
   const auto s = ParsePromText(text);
   ASSERT_FALSE(s.empty());
-  // Every series but prometheus-cpp's own exposer_* self-metrics (its Exposer always adds
-  // them) has the prefix and model_name.
+  // Every series has the prefix and model_name.
   for (const PromSample& p : s) {
-    if (p.name.rfind("exposer_", 0) == 0) continue;
     EXPECT_EQ(p.name.rfind("vllm:", 0), 0u) << p.name;
     EXPECT_EQ(p.labels.count("model_name"), 1u) << p.name;
   }

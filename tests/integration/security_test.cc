@@ -20,6 +20,7 @@
 #include "client/connect_options.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "tests/integration/server_process.h"
 #include "tests/util/subprocess.h"
 
@@ -154,6 +155,35 @@ TEST_F(SecurityTest, TlsWithApiKeysStreamsOnlyToClientsWithTheKey) {
   EXPECT_NE(log.find("2 API keys"), std::string::npos) << log;
   EXPECT_EQ(log.find(kKey), std::string::npos) << "a key was logged";
   EXPECT_EQ(log.find("not-the-key"), std::string::npos) << "a presented key was logged";
+}
+
+TEST_F(SecurityTest, MetricsOverHttpsCountTheRefusedCalls) {
+  const client::Connection tls = Connect(Tls());
+  const int metrics_port = PickFreePort();
+  std::string error;
+  auto server = ServerProcess::Start({"--threads=2", "--tls-cert", File("server.pem"), "--tls-key", File("server.key"),
+                                      "--api-key-file", File("keys.txt"), "--metrics-tls", "on", "--metrics-port",
+                                      std::to_string(metrics_port)},
+                                     &error, absl::Seconds(60), &tls);
+  ASSERT_NE(server, nullptr) << error;
+  EXPECT_EQ(Info(server->address(), tls).error_code(), grpc::UNAUTHENTICATED);
+  EXPECT_EQ(Info(server->address(), tls, "wrong-key-0123456789").error_code(), grpc::UNAUTHENTICATED);
+  EXPECT_TRUE(Info(server->address(), tls, kKey).ok());
+
+  httplib::SSLClient scraper("127.0.0.1", metrics_port);
+  scraper.set_ca_cert_path(File("ca.pem").c_str());
+  scraper.enable_server_certificate_verification(true);
+  scraper.set_read_timeout(10);
+  httplib::Result got = scraper.Get("/metrics");
+  ASSERT_TRUE(got) << httplib::to_string(got.error());
+  EXPECT_EQ(got->status, 200);
+  EXPECT_NE(got->body.find("llmserve_unauthenticated_requests_total{model_name=\"demo\"} 2"), std::string::npos)
+      << got->body;
+  EXPECT_NE(server->Log().find(absl::StrCat("metrics on https://127.0.0.1:", metrics_port)), std::string::npos);
+  httplib::Client plain("127.0.0.1", metrics_port);
+  plain.set_read_timeout(5);
+  httplib::Result refused = plain.Get("/metrics");
+  EXPECT_TRUE(!refused || refused->body.find("llmserve_") == std::string::npos) << "metrics served over plain HTTP";
 }
 
 TEST_F(SecurityTest, MutualTlsRefusesClientsWithoutAnAcceptedCertificate) {

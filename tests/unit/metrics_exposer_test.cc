@@ -1,5 +1,7 @@
 // The metrics exposer keeps serving scrapes while idle TCP connections are open: idle
-// connections neither take every worker nor hold one for long.
+// connections neither take every worker nor hold one for long. A busy port is an error.
+// Over TLS (certificates from tests/integration/make_test_certs.sh) it serves HTTPS only,
+// and a renewed certificate without a restart.
 #include "server/metrics_exposer.h"
 
 #include <arpa/inet.h>
@@ -8,8 +10,14 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "httplib.h"
+#include "tests/util/subprocess.h"
 
 #include "gtest/gtest.h"
 #include "prometheus/counter.h"
@@ -57,29 +65,29 @@ class MetricsExposerTest : public ::testing::Test {
   void SetUp() override {
     registry_ = std::make_shared<prometheus::Registry>();
     prometheus::BuildCounter().Name("exposer_test_total").Help("test").Register(*registry_).Add({}).Increment();
-    auto started = StartMetricsExposer("127.0.0.1:0", registry_);
+    auto started = MetricsExposer::Start("127.0.0.1", 0, registry_);
     ASSERT_TRUE(started.ok()) << started.status();
     exposer_ = *std::move(started);
-    ASSERT_GT(exposer_.port, 0);
+    ASSERT_GT(exposer_->port(), 0);
   }
   void TearDown() override {
     for (int fd : idle_) close(fd);
   }
   void OpenIdle(int n) {
     for (int i = 0; i < n; ++i) {
-      const int fd = Connect(exposer_.port, 1);
+      const int fd = Connect(exposer_->port(), 1);
       ASSERT_GE(fd, 0);
       idle_.push_back(fd);
     }
   }
 
   std::shared_ptr<prometheus::Registry> registry_;
-  MetricsExposer exposer_;
+  std::unique_ptr<MetricsExposer> exposer_;
   std::vector<int> idle_;
 };
 
 TEST_F(MetricsExposerTest, ServesAScrape) {
-  const std::string r = Scrape(exposer_.port, 10);
+  const std::string r = Scrape(exposer_->port(), 10);
   EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
   EXPECT_NE(r.find("exposer_test_total 1"), std::string::npos) << r;
 }
@@ -88,7 +96,7 @@ TEST_F(MetricsExposerTest, ServesAScrape) {
 // 5 s read timeout is far below how long a silent connection may hold a worker.
 TEST_F(MetricsExposerTest, FewIdleConnectionsDoNotBlockAScrape) {
   OpenIdle(4);
-  const std::string r = Scrape(exposer_.port, 5);
+  const std::string r = Scrape(exposer_->port(), 5);
   EXPECT_NE(r.find("exposer_test_total 1"), std::string::npos) << "scrape with 4 idle connections open: " << r;
 }
 
@@ -96,12 +104,99 @@ TEST_F(MetricsExposerTest, FewIdleConnectionsDoNotBlockAScrape) {
 // timeout, so the scrape is answered within seconds, not after tens of seconds.
 TEST_F(MetricsExposerTest, ManyIdleConnectionsAreDroppedSoon) {
   OpenIdle(24);
-  const std::string r = Scrape(exposer_.port, 15);
+  const std::string r = Scrape(exposer_->port(), 15);
   EXPECT_NE(r.find("exposer_test_total 1"), std::string::npos) << "scrape with 24 idle connections open: " << r;
   // The idle connections themselves were closed by the exposer (a read returns 0, not a
   // timeout).
   char c;
   EXPECT_EQ(recv(idle_.front(), &c, 1, 0), 0);
+}
+
+TEST_F(MetricsExposerTest, ABusyPortIsUnavailable) {
+  auto second = MetricsExposer::Start("127.0.0.1", exposer_->port(), registry_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find(absl::StrCat("127.0.0.1:", exposer_->port())), std::string::npos);
+}
+
+class MetricsExposerTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / absl::StrCat("llmserve-metrics-tls-", getpid());
+    std::filesystem::create_directories(dir_ / "live");
+    testing::Subprocess p({"/bin/bash", LLMSERVE_SOURCE_DIR "/tests/integration/make_test_certs.sh", dir_.string()});
+    const testing::ProcessResult r = p.Wait();
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::filesystem::copy_file(dir_ / "server.pem", dir_ / "live/tls.crt");
+    std::filesystem::copy_file(dir_ / "server.key", dir_ / "live/tls.key");
+    files_.cert_path = (dir_ / "live/tls.crt").string();
+    files_.key_path = (dir_ / "live/tls.key").string();
+    files_.reload_seconds = 1;
+    registry_ = std::make_shared<prometheus::Registry>();
+    prometheus::BuildCounter().Name("exposer_test_total").Help("test").Register(*registry_).Add({}).Increment();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  // The subject CN of the certificate the server presents (openssl s_client), and whether
+  // the chain verified against the test CA.
+  std::string ServedCommonName(int port, bool* verified) {
+    testing::Subprocess p({"/usr/bin/openssl", "s_client", "-connect", absl::StrCat("127.0.0.1:", port), "-CAfile",
+                           (dir_ / "ca.pem").string(), "-verify_return_error"});
+    const testing::ProcessResult r = p.Wait();
+    *verified = r.out.find("Verify return code: 0 (ok)") != std::string::npos;
+    const size_t at = r.out.find("subject=CN = ");
+    if (at == std::string::npos) return "";
+    return r.out.substr(at + 13, r.out.find('\n', at) - at - 13);
+  }
+
+  std::filesystem::path dir_;
+  TlsFiles files_;
+  std::shared_ptr<prometheus::Registry> registry_;
+};
+
+TEST_F(MetricsExposerTlsTest, ServesHttpsOnlyAndARenewedCertificate) {
+  auto exposer = MetricsExposer::Start("127.0.0.1", 0, registry_, &files_);
+  ASSERT_TRUE(exposer.ok()) << exposer.status();
+  const int port = (*exposer)->port();
+
+  httplib::SSLClient client("127.0.0.1", port);
+  client.set_ca_cert_path((dir_ / "ca.pem").string().c_str());
+  client.enable_server_certificate_verification(true);
+  client.set_connection_timeout(5);
+  client.set_read_timeout(5);
+  httplib::Result got = client.Get("/metrics");
+  ASSERT_TRUE(got) << "HTTPS scrape failed: " << httplib::to_string(got.error());
+  EXPECT_EQ(got->status, 200);
+  EXPECT_NE(got->body.find("exposer_test_total 1"), std::string::npos) << got->body;
+  // Plain HTTP gets no metrics.
+  EXPECT_EQ(Scrape(port, 5).find("exposer_test_total"), std::string::npos);
+
+  bool verified = false;
+  EXPECT_EQ(ServedCommonName(port, &verified), "llmserve-test-server");
+  EXPECT_TRUE(verified);
+  for (const char* name : {"key", "crt"}) {
+    const std::filesystem::path live = dir_ / "live" / absl::StrCat("tls.", name);
+    const std::filesystem::path tmp = live.string() + ".new";
+    std::filesystem::copy_file(dir_ / (std::string("renewed.") + (name == std::string("key") ? "key" : "pem")), tmp);
+    std::filesystem::rename(tmp, live);
+  }
+  std::string cn;
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while ((cn = ServedCommonName(port, &verified)) != "llmserve-test-renewed" && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_EQ(cn, "llmserve-test-renewed");
+  EXPECT_TRUE(verified);
+}
+
+TEST_F(MetricsExposerTlsTest, AKeyThatIsNotTheCertificatesIsAnError) {
+  files_.key_path = (dir_ / "client.key").string();
+  auto exposer = MetricsExposer::Start("127.0.0.1", 0, registry_, &files_);
+  ASSERT_FALSE(exposer.ok());
+  EXPECT_NE(exposer.status().message().find("is not the key of the certificate"), std::string::npos)
+      << exposer.status();
 }
 
 }  // namespace

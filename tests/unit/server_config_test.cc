@@ -63,6 +63,7 @@ TEST(ServerConfigTest, InvalidSettingsNameTheFlag) {
       {"key without cert", [](ServerConfig& c) { c.tls.key_path = "server.key"; }, "--tls-cert and --tls-key"},
       {"client CA without TLS", [](ServerConfig& c) { c.tls.client_ca_path = "ca.pem"; },
        "--tls-client-ca needs --tls-cert"},
+      {"metrics TLS without TLS", [](ServerConfig& c) { c.metrics_tls = true; }, "--metrics-tls=on needs --tls-cert"},
       {"zero reload interval",
        [](ServerConfig& c) {
          c.tls.cert_path = "server.pem";
