@@ -28,7 +28,7 @@ RUN apt-get update -qq \
       build-essential cmake ninja-build pkg-config ccache ca-certificates \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libdnnl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev \
-      libpcre2-dev nlohmann-json3-dev libutf8proc-dev libssl-dev \
+      libpcre2-dev nlohmann-json3-dev libutf8proc-dev libssl-dev libcpp-httplib-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the two binaries need, so edits to tests, docs or deploy/ reuse the build layer.
@@ -37,6 +37,7 @@ COPY proto/ proto/
 COPY model/ model/
 COPY scheduler/ scheduler/
 COPY server/ server/
+COPY client/ client/
 COPY tools/ tools/
 # ccache lives in a cache mount: a rebuild on the same machine after a source change only
 # recompiles what changed (the layer cache covers the no-change case). CCACHE_DIR may
@@ -61,8 +62,8 @@ FROM debian:bookworm-slim
 # Runtime shared libraries only (ldd of both binaries → their Debian packages).
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libabsl20220623 libc-ares2 libcivetweb1 libdnnl2 libfmt9 libgomp1 libgrpc++1.51 \
-      libgrpc29 libpcre2-8-0 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
+      libabsl20220623 libc-ares2 libcpp-httplib0.11 libdnnl2 libfmt9 libgomp1 libgrpc++1.51 \
+      libgrpc29 libpcre2-8-0 libprometheus-cpp-core1.0 \
       libprotobuf32 libre2-9 libspdlog1.10 libssl3 libutf8proc2 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 llmserve \
