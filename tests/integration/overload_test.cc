@@ -202,7 +202,14 @@ TEST_F(OverloadTest, SixtySecondSoakKeepsMemoryFlat) {
   for (std::thread& t : workers) t.join();
 
   ASSERT_GT(middle, 0);
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in its quarantine (up to 256 MiB) to catch uses
+  // after free, so an ASan server's RSS grows with traffic by design; the release build
+  // checks the bound.
+  std::printf("soak under ASan: RSS not compared (quarantine)\n");
+#else
   EXPECT_LE(end, middle * 12 / 10) << "RSS grew from " << middle << " KiB at 30 s to " << end << " KiB at 60 s";
+#endif
   EXPECT_GT(next.load(), 500) << "the soak barely ran";
   ExpectCleanEndsThenIdle(tally, next.load());
   std::printf("soak: %d requests, RSS %lld KiB at 30 s, %lld KiB at 60 s\n", next.load(),
