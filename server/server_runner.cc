@@ -191,9 +191,9 @@ void OnHangup(const ServerConfig& config, ServiceGate& gate) {
 
 // "TLS ...; N API keys" for the start-up line.
 std::string SecuritySummary(const ServerConfig& config, const std::optional<ApiKeys>& keys) {
-  return absl::StrCat(config.tls.Describe(), "; ",
-                      keys.has_value() ? absl::StrCat(keys->size(), " API keys (health and reflection need none)")
-                                       : std::string("no API keys"));
+  if (!keys.has_value()) return absl::StrCat(config.tls.Describe(), "; no API keys");
+  return absl::StrCat(config.tls.Describe(), "; ", keys->size(), " API keys (",
+                      config.reflection ? "health and reflection need" : "health needs", " none)");
 }
 
 }  // namespace
