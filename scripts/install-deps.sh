@@ -14,6 +14,8 @@ PACKAGES=(
   openssl
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # Fuzzing (scripts/fuzz-test.sh): clang with libFuzzer and its sanitizer runtimes, OpenMP for clang
+  clang libclang-rt-14-dev libomp-dev
   # Tests: independent Python reference
   python3-numpy
   # Tests: the reference chat-template renderer (python3-jinja2), llmctl chat on a terminal (tmux)
