@@ -4,7 +4,9 @@
 // inlined (GCC bug 105593); the diagnostic state applies to the header text.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 #include <unistd.h>

@@ -7,14 +7,12 @@
 
 #include <algorithm>
 
+#include "model/fp_contract.h"
+
 #if defined(__clang__)
-#pragma clang fp contract(off)
+#pragma clang fp contract(off)  // see model/fp_contract.h
 #endif
-#if defined(__clang__)
-#define LLMSERVE_SAMPLER_EXACT
-#else
-#define LLMSERVE_SAMPLER_EXACT __attribute__((optimize("fp-contract=off")))
-#endif
+#define LLMSERVE_SAMPLER_EXACT LLMSERVE_FP_CONTRACT_OFF
 // target_clones makes ifunc resolvers that run before ThreadSanitizer's runtime is up.
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define LLMSERVE_SAMPLER_CLONES \

@@ -70,7 +70,10 @@ absl::Status SafetensorsFile::Parse() {
       }
       continue;
     }
-    auto bad_tensor = [&](absl::string_view what) { return bad(absl::StrCat("tensor \"", name, "\": ", what)); };
+    // (A named copy: clang 14 cannot capture a structured binding.)
+    auto bad_tensor = [&, &tensor = name](absl::string_view what) {
+      return bad(absl::StrCat("tensor \"", tensor, "\": ", what));
+    };
     if (!v.is_object()) return bad_tensor("entry is not an object");
     auto dt = v.find("dtype");
     auto sh = v.find("shape");

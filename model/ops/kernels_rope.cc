@@ -8,8 +8,13 @@
 #include <cmath>
 #include <numbers>
 
+#include "model/fp_contract.h"
 #include "model/ops/kernels.h"
 #include "model/ops/simd_math.h"
+
+#if defined(__clang__)
+#pragma clang fp contract(off)  // see model/fp_contract.h
+#endif
 
 namespace llmserve {
 
@@ -21,7 +26,7 @@ constexpr int64_t kParallelRows = 16;
 // products, and x·c + (y·(−s)) is x·c − y·s exactly (fp-contract is off, so no FMA
 // rounds differently). Interleaved: 8 pairs per vector, cos/sin repeated per pair and
 // the pair swapped in-lane; half: 16 dims of each half per vector.
-__attribute__((target("avx512f,avx512bw,avx512vl"), optimize("fp-contract=off"))) void RotateRowAvx512(
+__attribute__((target("avx512f,avx512bw,avx512vl"))) LLMSERVE_FP_CONTRACT_OFF void RotateRowAvx512(
     float* row, int64_t heads, int64_t head_dim, int64_t rope_dim, int64_t half, const float* cos_r,
     const float* sin_r, RopeLayout layout) {
   if (layout == RopeLayout::kInterleaved) {

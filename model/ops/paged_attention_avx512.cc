@@ -102,8 +102,12 @@ const KvPrefetchStream& ThreadPrefetchStream() { return ThreadScratch().stream; 
 // The section targets AVX512_BF16 too, for the kDot instantiations; the other
 // instantiations use no BF16 intrinsic (the compiler emits BF16 instructions only for
 // those), so they run on any AVX-512 CPU.
+#ifdef __clang__  // clang's form of GCC's target section (the fuzz build uses clang)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
+#endif
 
 namespace {
 
@@ -580,7 +584,11 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
 
 }  // namespace
 
+#ifdef __clang__
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 void RunTaskAvx512(const Args& a, const Task& t, const Task* successor) {
   if (a.cache->config().dtype != DType::kBF16) {

@@ -17,8 +17,12 @@
 
 // Everything below is compiled for AVX-512 VNNI (lambdas included, which a function's
 // target attribute would not reach); it runs only where QuantKernelSupported says so.
+#ifdef __clang__  // clang's form of GCC's target section (the fuzz build uses clang)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
+#endif
 
 namespace llmserve::quant_internal {
 namespace {
@@ -426,4 +430,8 @@ void QuantGemmAvx512(const PackedQuantMatrix& w, int64_t g0, int64_t g1, const Q
 
 }  // namespace llmserve::quant_internal
 
+#ifdef __clang__
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
