@@ -293,7 +293,13 @@ TEST_F(SecurityTest, StreamsPerConnectionAreCapped) {
   auto server = ServerProcess::Start({"--threads=2", "--max-streams-per-connection", "2"}, &error);
   ASSERT_NE(server, nullptr) << error;
   auto stub = server->stub();  // one connection for all the streams
-  auto watcher = v1::LlmService::NewStub(Connect(client::ConnectOptions()).NewChannel("ipv4:" + server->address()));
+  // The watcher needs its own TCP connection: channels with equal arguments share one
+  // (gRPC's global subchannel pool), and its calls would then queue behind the cap.
+  grpc::ChannelArguments own_connection;
+  own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto watcher = v1::LlmService::NewStub(
+      Connect(client::ConnectOptions()).NewChannel("ipv4:" + server->address(), own_connection));
+  ServerInfo(*watcher);  // connected before the streams start
   std::atomic<bool> done{false};
   int most = 0;
   std::thread watch([&] {
