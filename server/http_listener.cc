@@ -173,6 +173,8 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Bind(const std::stri
   s.set_keep_alive_max_count(options.keep_alive_max);
   s.set_read_timeout(options.read_timeout_seconds, 0);
   s.set_write_timeout(options.write_timeout_seconds, 0);
+  // Streams write one small event per token: Nagle would hold each behind the last one's ACK.
+  s.set_tcp_nodelay(true);
   if (options.max_body_bytes > 0) s.set_payload_max_length(options.max_body_bytes);
   // httplib's default adds SO_REUSEPORT, which would let a second server share the port.
   // The last socket it makes is the one it binds (it tries the addresses in turn).
@@ -191,6 +193,9 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Bind(const std::stri
                                                ": the address is in use or not available"));
   }
   l->address_ = address(l->port_);
+  // httplib listens with a backlog of 5: a burst of connections (16 clients at once) would
+  // overflow it and wait a second for the SYN to be retransmitted. listen() again raises it.
+  if (const int fd = l->listen_fd_.load(); fd >= 0) ::listen(fd, SOMAXCONN);
   return l;
 }
 

@@ -146,6 +146,7 @@ absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
       (*g.mutable_logit_bias())[id] = ToFloat(value);
     }
   }
+  if (absl::Status e = GetBool(body, "return_token_ids", &out->return_token_ids); !e.ok()) return e;
   bool ignore_eos = false;
   if (absl::Status e = GetBool(body, "ignore_eos", &ignore_eos); !e.ok()) return e;
   g.set_ignore_eos(ignore_eos);

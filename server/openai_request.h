@@ -11,7 +11,8 @@
 //   both:        model, stream, stream_options.include_usage, max_tokens, temperature, top_p,
 //                top_k (-1 = off, as vLLM), min_p, presence_penalty, frequency_penalty,
 //                repetition_penalty, seed, stop (string or list), logit_bias, n (1 only), user,
-//                cache_salt, ignore_eos, stop_token_ids
+//                cache_salt, ignore_eos, stop_token_ids, return_token_ids (vLLM's: the ids
+//                generated, in each choice or chunk)
 //   completions: prompt (a string, token ids, or a list of one of those), logprobs (0..20),
 //                echo (false only), best_of (1 only), suffix (empty only)
 //   chat:        messages (role + content: a string, text parts, or null), max_completion_tokens
@@ -39,6 +40,7 @@ struct OpenAiRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool logprobs = false;       // return logprobs (generate.logprobs holds the top-n count)
+  bool return_token_ids = false;  // vLLM's extension: each choice also carries "token_ids"
 };
 
 // INVALID_ARGUMENT naming the field for a body that is not a JSON object, a field of the

@@ -113,6 +113,7 @@ json CompletionBody(const OpenAiResponseContext& ctx, const GenerationDelta& all
     choice["text"] = all.text;
   }
   choice["logprobs"] = LogprobsJson(ctx, all.logprobs, &offset);
+  if (ctx.token_ids) choice["token_ids"] = all.ids;
   choice["finish_reason"] = FinishReasonJson(f.reason);
   choice["stop_reason"] = StopReason(f);
   body["choices"] = json::array({std::move(choice)});
@@ -131,6 +132,7 @@ json ChunkBody(const OpenAiResponseContext& ctx, const GenerationDelta& delta, b
     choice["text"] = delta.text;
   }
   choice["logprobs"] = LogprobsJson(ctx, delta.logprobs, text_offset);
+  if (ctx.token_ids) choice["token_ids"] = delta.ids;
   choice["finish_reason"] = nullptr;
   body["choices"] = json::array({std::move(choice)});
   if (ctx.include_usage) body["usage"] = nullptr;

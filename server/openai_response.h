@@ -33,6 +33,7 @@ struct OpenAiResponseContext {
   std::string model;    // the served model's name
   bool logprobs = false;
   bool include_usage = false;  // streaming: every chunk carries "usage": null, the last one the usage
+  bool token_ids = false;      // each choice carries "token_ids" (return_token_ids)
   const Tokenizer* tokenizer = nullptr;  // token strings and bytes for logprobs
 };
 

@@ -91,7 +91,8 @@ bool StreamNext(Stream& s, httplib::DataSink& sink) {
     std::optional<ChannelEvent> event = s.generation->Next(s.socket);
     if (!event.has_value()) return false;  // the client went away (aborted)
     if (auto* delta = std::get_if<GenerationDelta>(&*event)) {
-      if (delta->text.empty() && delta->logprobs.empty()) continue;  // bytes of a character held back
+      // Bytes of a character held back: nothing to say yet, unless the ids are wanted.
+      if (delta->text.empty() && delta->logprobs.empty() && !(s.ctx.token_ids && !delta->ids.empty())) continue;
       const bool ok = WriteEvent(sink, ChunkBody(s.ctx, *delta, s.first, &s.text_offset));
       s.first = false;
       return ok;
@@ -168,6 +169,7 @@ void OpenAiService::Generate(OpenAiEndpoint endpoint, const httplib::Request& re
   ctx.model = model_name_;
   ctx.logprobs = parsed->logprobs;
   ctx.include_usage = parsed->include_usage;
+  ctx.token_ids = parsed->return_token_ids;
   ctx.tokenizer = &tokenizer_;
   res.set_header("X-Request-Id", request_id);
   const int socket = ConnectionSocket(req);
