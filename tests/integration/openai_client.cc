@@ -48,6 +48,10 @@ HttpResult PostJson(int port, const std::string& path, const json& body, const s
   req.body = body.dump();
   const bool stream = body.value("stream", false);
   std::string pending, whole;
+  req.response_handler = [&](const httplib::Response& head) {
+    for (const auto& [name, value] : head.headers) r.headers[name] = value;
+    return true;
+  };
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
     whole.append(data, n);
     if (!stream) return true;

@@ -2,6 +2,7 @@
 // (cpp-httplib): one POST, the body as JSON, a streamed response read as server-sent events.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@ namespace llmserve::testing {
 struct HttpResult {
   bool sent = false;            // false: no HTTP response (connection failed)
   int status = 0;
+  std::map<std::string, std::string> headers;  // the response's, as they arrived (before any body)
   nlohmann::json body;          // non-streaming: the parsed body (null if not JSON)
   std::string raw;              // the body as received
   // Streaming:
