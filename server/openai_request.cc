@@ -141,7 +141,9 @@ absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
     if (!bias->is_object()) return Bad("logit_bias", "must be an object mapping token ids to biases");
     for (const auto& [key, value] : bias->items()) {
       int32_t id = 0;
-      if (!absl::SimpleAtoi(key, &id)) return Bad("logit_bias", absl::StrCat("keys must be token ids, got \"", key, "\""));
+      if (!absl::SimpleAtoi(key, &id)) {
+        return Bad("logit_bias", absl::StrCat("keys must be token ids, got \"", key, "\""));
+      }
       if (!value.is_number()) return Bad("logit_bias", absl::StrCat("values must be numbers (token ", key, ")"));
       (*g.mutable_logit_bias())[id] = ToFloat(value);
     }
@@ -240,7 +242,8 @@ absl::Status MessageContent(const json& m, size_t i, std::string* out) {
     const json* text = part.is_object() ? Field(part, "text") : nullptr;
     if (type == nullptr || !type->is_string() || type->get<std::string>() != "text" || text == nullptr ||
         !text->is_string()) {
-      return Bad(absl::StrCat(field, "[", j, "]"), "must be {\"type\": \"text\", \"text\": ...}: only text is supported");
+      return Bad(absl::StrCat(field, "[", j, "]"),
+                 "must be {\"type\": \"text\", \"text\": ...}: only text is supported");
     }
     if (j > 0) out->push_back('\n');
     out->append(text->get_ref<const std::string&>());

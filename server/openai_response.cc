@@ -33,7 +33,8 @@ json ChatLogprobs(const Tokenizer& tokenizer, const std::vector<TokenLogprobs>& 
   for (const TokenLogprobs& lp : lps) {
     json top = json::array();
     for (const auto& [id, logprob] : lp.top) {
-      top.push_back({{"token", TokenText(tokenizer, id)}, {"logprob", logprob}, {"bytes", TokenBytesJson(tokenizer, id)}});
+      top.push_back(
+          {{"token", TokenText(tokenizer, id)}, {"logprob", logprob}, {"bytes", TokenBytesJson(tokenizer, id)}});
     }
     content.push_back({{"token", TokenText(tokenizer, lp.id)},
                        {"logprob", lp.logprob},

@@ -86,7 +86,8 @@ std::map<std::string, Flag> Flags(BenchOptions* o) {
                   }};
   f["addr"] = String("server HOST:PORT (127.0.0.1:50051)", &o->addr);
   f["tls"] = Switch("gRPC, openai: TLS, checking the server's certificate against the system's CAs", &o->connect.tls);
-  f["tls-ca"] = String("gRPC, openai: TLS, checking the server's certificate against this PEM CA bundle", &o->connect.tls_ca);
+  f["tls-ca"] = String("gRPC, openai: TLS, checking the server's certificate against this PEM CA bundle",
+                       &o->connect.tls_ca);
   f["tls-cert"] = String("gRPC, openai: PEM client certificate for mutual TLS (with --tls-key)", &o->connect.tls_cert);
   f["tls-key"] = String("gRPC, openai: PEM private key of --tls-cert", &o->connect.tls_key);
   f["tls-server-name"] = String("gRPC: the name the server's certificate must carry (default: the host)",

@@ -54,8 +54,9 @@ int SendRaw(int port, const std::string& path, const json& body) {
     return -1;
   }
   const std::string text = body.dump();
-  const std::string req = absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n",
-                                       "Content-Length: ", text.size(), "\r\n\r\n", text);
+  const std::string req = absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                                       "Content-Type: application/json\r\nContent-Length: ", text.size(), "\r\n\r\n",
+                                       text);
   if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     close(fd);
     return -1;

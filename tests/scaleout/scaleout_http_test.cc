@@ -66,7 +66,8 @@ struct HttpCall {
 HttpCall RunCall(int port, const std::string& prompt) {
   HttpCall c;
   const nlohmann::json body = {{"prompt", prompt},  {"max_tokens", kTokens}, {"temperature", 0},
-                               {"ignore_eos", true}, {"stream", true},        {"stream_options", {{"include_usage", true}}}};
+                               {"ignore_eos", true}, {"stream", true},
+                               {"stream_options", {{"include_usage", true}}}};
   c.start = absl::Now();
   c.result = PostJson(port, "/v1/completions", body);
   c.end = absl::Now();

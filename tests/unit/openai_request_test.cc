@@ -49,8 +49,9 @@ TEST(OpenAiRequestTest, CompletionFieldsBecomeTheGenerateRequest) {
 }
 
 TEST(OpenAiRequestTest, NullAndAbsentLeaveDefaults) {
-  const OpenAiRequest r = Parse(OpenAiEndpoint::kCompletions,
-                                R"({"prompt": "x", "temperature": null, "max_tokens": null, "stop": null, "seed": null})");
+  const OpenAiRequest r =
+      Parse(OpenAiEndpoint::kCompletions,
+            R"({"prompt": "x", "temperature": null, "max_tokens": null, "stop": null, "seed": null})");
   EXPECT_FALSE(r.generate.has_temperature());
   EXPECT_FALSE(r.generate.has_max_tokens());
   EXPECT_FALSE(r.generate.has_seed());
@@ -121,7 +122,8 @@ TEST(OpenAiRequestTest, BadBodiesNameTheField) {
       {kC, R"({"prompt": "x", "logit_bias": {"1": "big"}})", "logit_bias"},
       {kC, R"({"prompt": "x", "logit_bias": [1]})", "logit_bias"},
       {kC, R"({"prompt": "x", "stream_options": {"include_usage": true}})", "stream_options"},
-      {kC, R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})", "stream_options.include_usage"},
+      {kC, R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})",
+       "stream_options.include_usage"},
       {kC, R"({"prompt": "x", "stream": "yes"})", "stream"},
       {kC, R"({"prompt": "x", "logprobs": true})", "logprobs"},
       {kC, R"({"prompt": "x", "model": 4})", "model"},

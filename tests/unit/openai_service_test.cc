@@ -2,7 +2,8 @@
 // (tests/util/fake_engine_model.h), so that it runs under ThreadSanitizer
 // (scripts/tsan-test.sh): streamed and whole answers carry the fake's greedy ids, a client
 // that closes its connection (streaming or not) aborts its request, a full waiting queue is
-// 429, and 24 concurrent streams all complete.
+// 429, X-Request-Timeout is a deadline (504), a draining engine 503, and 24 concurrent
+// streams all complete.
 #include "server/openai_service.h"
 
 #include <arpa/inet.h>
@@ -192,8 +193,8 @@ TEST(OpenAiServiceTest, AClosedConnectionAbortsItsRequest) {
     SCOPED_TRACE(stream ? "streaming" : "not streaming");
     const std::string id = stream ? "gone-streaming" : "gone-whole";
     h.state->Pause();  // the request's first step blocks: it is running, nothing is written
-    const int fd = SendRaw(h.port(), {{"prompt", {1, 5, 6}}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", stream}},
-                           id);
+    const json body = {{"prompt", {1, 5, 6}}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", stream}};
+    const int fd = SendRaw(h.port(), body, id);
     ASSERT_TRUE(h.state->WaitBlocked(kHang));
     close(fd);
     // The worker notices the close while it waits (no write needed) and aborts; the engine
@@ -222,6 +223,48 @@ TEST(OpenAiServiceTest, AFullWaitingQueueIs429) {
   close(waiting);
   h.state->Resume();
   EXPECT_TRUE(PollUntil([&] { return h.BlocksFree(); }, kHang));
+}
+
+// X-Request-Timeout is the request's deadline, as a gRPC call's: the engine ends it, 504
+// (or the stream's error event); a draining engine refuses new requests, 503.
+TEST(OpenAiServiceTest, DeadlinesAndDraining) {
+  Harness h;
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streaming" : "not streaming");
+    h.state->Pause();
+    httplib::Client cli("127.0.0.1", h.port());
+    cli.set_read_timeout(60);
+    const json body = {{"prompt", {1, 5, 6}}, {"max_tokens", 50}, {"ignore_eos", true}, {"stream", stream}};
+    std::thread resume([&] {
+      EXPECT_TRUE(h.state->WaitBlocked(kHang));
+      absl::SleepFor(absl::Milliseconds(300));  // past the deadline
+      h.state->Resume();
+    });
+    httplib::Result r = cli.Post("/v1/completions", {{"X-Request-Timeout", "0.1"}}, body.dump(), "application/json");
+    resume.join();
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    if (stream) {
+      EXPECT_EQ(r->status, 200);
+      EXPECT_NE(r->body.find("\"type\":\"timeout_error\""), std::string::npos) << r->body;
+      EXPECT_NE(r->body.find("data: [DONE]"), std::string::npos) << r->body;
+    } else {
+      EXPECT_EQ(r->status, 504) << r->body;
+      EXPECT_EQ(json::parse(r->body)["error"]["type"], "timeout_error");
+    }
+  }
+  httplib::Client cli("127.0.0.1", h.port());
+  httplib::Result in_time = cli.Post("/v1/completions", {{"X-Request-Timeout", "30"}},
+                                     R"({"prompt": [1, 5], "max_tokens": 3})", "application/json");
+  ASSERT_TRUE(in_time);
+  EXPECT_EQ(in_time->status, 200) << in_time->body;
+  httplib::Result bad = cli.Post("/v1/completions", {{"X-Request-Timeout", "soon"}},
+                                 R"({"prompt": [1, 5], "max_tokens": 3})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  h.engine->BeginDrain();
+  const json refused = Post(h.port(), {{"prompt", {1, 5}}, {"max_tokens", 4}});
+  EXPECT_EQ(refused["http_status"], 503) << refused;
+  EXPECT_EQ(refused["error"]["type"], "service_unavailable_error");
 }
 
 TEST(OpenAiServiceTest, ConcurrentStreamsAllComplete) {
