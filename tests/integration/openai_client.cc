@@ -25,6 +25,9 @@ void AddEvent(const json& ev, HttpResult* r) {
       r->text += c["delta"]["content"].get<std::string>();
     }
     if (c.contains("finish_reason") && c["finish_reason"].is_string()) r->finish_reason = c["finish_reason"];
+    if (c.contains("token_ids") && c["token_ids"].is_array()) {
+      for (const json& id : c["token_ids"]) r->token_ids.push_back(id.is_number_integer() ? id.get<int32_t>() : -1);
+    }
     if (c.contains("logprobs") && c["logprobs"].is_object()) {
       const json& lp = c["logprobs"];
       if (lp.contains("tokens")) r->logprob_tokens += static_cast<int>(lp["tokens"].size());

@@ -2,6 +2,7 @@
 // (cpp-httplib): one POST, the body as JSON, a streamed response read as server-sent events.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct HttpResult {
   bool done = false;                   // "data: [DONE]" arrived (last)
   std::string text;                    // choices[0].text / delta.content concatenated
   int logprob_tokens = 0;              // tokens with a logprob entry (ask logprobs to count tokens)
+  std::vector<int32_t> token_ids;      // the chunks' token_ids (ask return_token_ids)
   std::string finish_reason;           // from the chunk that carried one
   nlohmann::json usage;                // from the usage chunk (include_usage)
 };

@@ -109,7 +109,8 @@ SameRequest Completion(int max_tokens, std::optional<uint64_t> seed) {
   r.grpc.set_text(kPrompt);
   r.grpc.set_max_tokens(max_tokens);
   r.grpc.set_ignore_eos(true);
-  r.http = {{"prompt", kPrompt}, {"max_tokens", max_tokens}, {"ignore_eos", true}, {"logprobs", 0}};
+  r.http = {{"prompt", kPrompt},    {"max_tokens", max_tokens},    {"ignore_eos", true},
+            {"logprobs", 0},        {"return_token_ids", true}};
   if (seed.has_value()) {
     r.grpc.set_temperature(1.0f);
     r.grpc.set_seed(*seed);
@@ -136,6 +137,7 @@ TEST_F(OpenAiHttpTest, HttpAndGrpcGiveTheSameTokens) {
     const HttpResult streamed = PostJson(http_port_, "/v1/completions", req.http);
     ASSERT_EQ(streamed.status, 200) << streamed.body;
     EXPECT_TRUE(streamed.done);
+    EXPECT_EQ(streamed.token_ids, grpc.ids);
     EXPECT_EQ(streamed.text, grpc.text);
     EXPECT_EQ(streamed.logprob_tokens, 64);
     EXPECT_EQ(streamed.usage["completion_tokens"], 64);
@@ -145,6 +147,7 @@ TEST_F(OpenAiHttpTest, HttpAndGrpcGiveTheSameTokens) {
     const HttpResult whole = PostJson(http_port_, "/v1/completions", req.http);
     ASSERT_EQ(whole.status, 200) << whole.body;
     EXPECT_EQ(whole.body["choices"][0]["text"], grpc.text);
+    EXPECT_EQ(whole.body["choices"][0]["token_ids"].get<std::vector<int32_t>>(), grpc.ids);
   }
   // A conversation: gRPC's chat input and HTTP's messages render the same prompt.
   v1::GenerateRequest chat;
@@ -159,8 +162,10 @@ TEST_F(OpenAiHttpTest, HttpAndGrpcGiveTheSameTokens) {
                                    {{"messages", {{{"role", "user"}, {"content", "Tell me about a dog."}}}},
                                     {"max_tokens", 32},
                                     {"temperature", 0},
+                                    {"return_token_ids", true},
                                     {"stream", true}});
   ASSERT_EQ(http.status, 200);
+  EXPECT_EQ(http.token_ids, grpc.ids);
   EXPECT_EQ(http.text, grpc.text);
 }
 
