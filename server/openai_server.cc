@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
 #include "server/http_status.h"
-#include "server/openai_response.h"
 #include "spdlog/spdlog.h"
 
 namespace llmserve {
