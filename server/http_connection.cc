@@ -1,14 +1,18 @@
 #include "server/http_connection.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
-#include <netdb.h>
 #include <openssl/ssl.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "httplib.h"
@@ -16,46 +20,70 @@
 namespace llmserve {
 namespace {
 
-// A socket's local port, peer address (as httplib prints it: getnameinfo, numeric) and
-// peer port; false when it is not a connected IP socket.
-bool Endpoints(int fd, int* local_port, std::string* peer_addr, int* peer_port) {
-  sockaddr_storage local{}, peer{};
-  socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
-  char host[NI_MAXHOST], local_serv[NI_MAXSERV], peer_serv[NI_MAXSERV];
-  if (getnameinfo(reinterpret_cast<sockaddr*>(&local), local_len, nullptr, 0, local_serv, sizeof(local_serv),
-                  NI_NUMERICSERV) != 0 ||
-      getnameinfo(reinterpret_cast<sockaddr*>(&peer), peer_len, host, sizeof(host), peer_serv, sizeof(peer_serv),
-                  NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    return false;
+// "HEX:PORT" from /proc/net/tcp{,6} as an address (inet_ntop's text, which is what httplib's
+// getnameinfo(NI_NUMERICHOST) gives too) and a port; false if malformed. The address is
+// the kernel's in-memory words, printed per 32-bit word in host order.
+bool ParseEndpoint(const std::string& field, std::string* addr, int* port) {
+  const size_t colon = field.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string hex = field.substr(0, colon);
+  *port = static_cast<int>(std::strtol(field.c_str() + colon + 1, nullptr, 16));
+  if (hex.size() != 8 && hex.size() != 32) return false;
+  std::array<uint32_t, 4> words{};
+  for (size_t w = 0; w < hex.size() / 8; ++w) {
+    words[w] = static_cast<uint32_t>(std::strtoul(hex.substr(w * 8, 8).c_str(), nullptr, 16));
   }
-  *local_port = std::atoi(local_serv);
-  *peer_port = std::atoi(peer_serv);
-  *peer_addr = host;
+  char text[INET6_ADDRSTRLEN] = {};
+  if (inet_ntop(hex.size() == 8 ? AF_INET : AF_INET6, words.data(), text, sizeof(text)) == nullptr) return false;
+  *addr = text;
   return true;
 }
 
-bool Matches(int fd, const httplib::Request& req) {
-  int local_port = 0, peer_port = 0;
-  std::string peer_addr;
-  return Endpoints(fd, &local_port, &peer_addr, &peer_port) && local_port == req.local_port &&
-         peer_port == req.remote_port && peer_addr == req.remote_addr;
+// The inode of this network namespace's TCP connection with the request's local port and
+// peer; 0 if none. (The kernel's table, read by path: no other thread's descriptor is used.)
+unsigned long ConnectionInode(const httplib::Request& req) {
+  for (const char* table : {"/proc/net/tcp6", "/proc/net/tcp"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, skip;
+      unsigned long inode = 0;
+      fields >> slot >> local >> remote >> state;
+      for (int i = 0; i < 5; ++i) fields >> skip;  // tx:rx queues, timer, retransmits, uid, timeout
+      fields >> inode;
+      std::string local_addr, remote_addr;
+      int local_port = 0, remote_port = 0;
+      if (state == "0A" || !ParseEndpoint(local, &local_addr, &local_port) ||  // 0A: a listening socket
+          !ParseEndpoint(remote, &remote_addr, &remote_port)) {
+        continue;
+      }
+      if (local_port == req.local_port && remote_port == req.remote_port && remote_addr == req.remote_addr &&
+          inode != 0) {
+        return inode;
+      }
+    }
+  }
+  return 0;
 }
 
-// The open socket whose endpoints are the request's, from /proc/self/fd; -1 if none.
-int FindSocket(const httplib::Request& req) {
+// The descriptor of this process that is socket `inode` (readlink of /proc/self/fd/N, a
+// path operation); -1 if none.
+int DescriptorOf(unsigned long inode) {
+  const std::string target = "socket:[" + std::to_string(inode) + "]";
   DIR* dir = opendir("/proc/self/fd");
   if (dir == nullptr) return -1;
   int found = -1;
+  char link[64];
   while (dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    struct stat st {};
-    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    if (Matches(static_cast<int>(fd), req)) {
-      found = static_cast<int>(fd);
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string path = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t n = readlink(path.c_str(), link, sizeof(link) - 1);
+    if (n <= 0) continue;
+    link[n] = '\0';
+    if (target == link) {
+      found = std::atoi(e->d_name);
       break;
     }
   }
@@ -63,15 +91,36 @@ int FindSocket(const httplib::Request& req) {
   return found;
 }
 
+// What a worker thread found for the connection it serves: requests on a keep-alive
+// connection repeat its endpoints. While this thread serves the connection, its
+// descriptor cannot be closed or reused, so the remembered one is still it.
+struct CachedConnection {
+  int fd = -1;
+  int local_port = 0;
+  int remote_port = 0;
+  std::string remote_addr;
+  unsigned long inode = 0;
+};
+
 }  // namespace
 
 int ConnectionSocket(const httplib::Request& req) {
   if (req.ssl != nullptr) return SSL_get_fd(req.ssl);
-  // The worker serves one connection at a time, often for several requests.
-  thread_local int cached = -1;
-  if (cached >= 0 && Matches(cached, req)) return cached;
-  cached = FindSocket(req);
-  return cached;
+  thread_local CachedConnection cached;
+  if (cached.fd >= 0 && cached.local_port == req.local_port && cached.remote_port == req.remote_port &&
+      cached.remote_addr == req.remote_addr) {
+    // The same endpoints: the same connection unless the client reused its port for a new
+    // one that this thread now serves; the descriptor is then another, which its inode tells.
+    struct stat st {};
+    if (fstat(cached.fd, &st) == 0 && st.st_ino == cached.inode) return cached.fd;
+  }
+  cached = CachedConnection();
+  const unsigned long inode = ConnectionInode(req);
+  if (inode == 0) return -1;
+  const int fd = DescriptorOf(inode);
+  if (fd < 0) return -1;
+  cached = {fd, req.local_port, req.remote_port, req.remote_addr, inode};
+  return fd;
 }
 
 SocketWake WaitReadableOrPeerClosed(int wake_fd, int socket_fd, absl::Duration timeout) {

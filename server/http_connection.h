@@ -2,10 +2,11 @@
 // engine notices when its client goes away (the request is then aborted).
 //
 // cpp-httplib 0.11 (Debian 12's) hands handlers no socket. Over TLS the request's SSL
-// object knows it; over plain HTTP it is the one open socket of the process whose local
-// and peer addresses are the request's (a TCP 4-tuple names one connection), found once
-// per connection and remembered by the worker thread, which serves one connection at a
-// time.
+// object knows it. Over plain HTTP it is found by path, never by trying other threads'
+// descriptors (which they may be closing): the kernel's TCP table (/proc/net/tcp, tcp6)
+// gives the inode of the connection with the request's local port and peer (a TCP 4-tuple
+// names one connection), and /proc/self/fd the descriptor that is that socket. Once per
+// connection: the worker thread, which serves one connection at a time, remembers it.
 #pragma once
 
 #include "absl/time/time.h"
