@@ -312,8 +312,9 @@ describe('errors', () => {
       small.completions.create({ model: MODEL, prompt: PROMPT, max_tokens: 400, temperature: 0, ignore_eos: true })));
     const refused = burst.filter((r) => r.status === 'rejected');
     const served = burst.filter((r) => r.status === 'fulfilled');
+    // The queue holds one request until its first step: at least that one is served.
     assert.ok(refused.length >= 1, 'nothing was refused');
-    assert.ok(served.length >= 2, `${served.length} served`);
+    assert.ok(served.length >= 1, 'nothing was served');
     for (const r of refused) {
       assert.ok(r.reason instanceof OpenAI.RateLimitError, String(r.reason));
       assert.equal(r.reason.status, 429);
