@@ -7,11 +7,11 @@
 #                           [--prefill-len 512] [--cells c16,c8,c1,prefill] [--llmserve-args "..."]
 #                           [--prefix-len 1024] [--prefix-input-len 64] [--chat-prefix-len 512]
 #                           [--chat-turns 4] [--chat-len 32]
-#                           [--baseline-args "..."] [--label NAME]
+#                           [--baseline-args "..."] [--label NAME] [--grpc]
 #   env: BUILD_DIR (default build)
 #
-# Cells, each run by llmbench against both servers (llmserve over gRPC, llama-server over
-# its streaming HTTP /completion endpoint with --backend llamacpp): 16 and 8 concurrent
+# Cells, each run by llmbench --backend openai against both servers (the same client: a
+# streaming POST /v1/completions per request; llmserve serves it on --http-port): 16 and 8 concurrent
 # streams of --requests requests, --input-len random prompt tokens and --output-len
 # generated (EOS ignored, greedy, closed loop); --c1-requests at concurrency 1; and
 # --prefill-len-token prompts, one at a time, 1 token generated (prefill time = TTFT).
@@ -21,7 +21,11 @@
 # of --chat-turns turns that open with a shared --chat-prefix-len-token system prompt,
 # each turn adding --chat-len new tokens and generating --chat-len (every turn resends the
 # conversation so far). llama-server gets "cache_prompt": true in these cells (its slot reuses
-# the longest common prefix of its previous prompt), false in the others.
+# the longest common prefix of its previous prompt), false in the others. A conversation's
+# next turn carries the ids the last one generated, which llama-server's OpenAI endpoint does
+# not return: llama-server's chat4 cell alone runs through its own /completion endpoint
+# (--backend llamacpp, "return_tokens": true); every other cell, and llmserve's chat4, is
+# the OpenAI client. --grpc runs llmserve's cells over gRPC instead (the HTTP path's cost).
 # --baseline-args "ARGS" adds a third server each round, llmserve-base: llmserve with ARGS
 # appended (e.g. --baseline-args "--prefix-caching off"), reported as llmserve / llmserve-base.
 # Each round starts one server, warms it up (2 short requests), runs every cell, stops it,
@@ -50,7 +54,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=""; llama=""; rounds=3; threads=2; requests=32; c1_requests=8; in_len=128; out_len=128; prefill_len=512
-llmserve_args=""; label=""; cells="c16,c8,c1,prefill"
+llmserve_args=""; label=""; cells="c16,c8,c1,prefill"; llmserve_api=openai
 prefix_len=1024; prefix_in=64; chat_prefix_len=512; chat_turns=4; chat_len=32; baseline_args=""; baseline=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -65,6 +69,7 @@ while [ $# -gt 0 ]; do
     --prefill-len) prefill_len="$2"; shift 2 ;;
     --llmserve-args) llmserve_args="$2"; shift 2 ;;
     --cells) cells="$2"; shift 2 ;;
+    --grpc) llmserve_api=grpc; shift ;;
     --prefix-len) prefix_len="$2"; shift 2 ;;
     --prefix-input-len) prefix_in="$2"; shift 2 ;;
     --chat-prefix-len) chat_prefix_len="$2"; shift 2 ;;
@@ -72,7 +77,7 @@ while [ $# -gt 0 ]; do
     --chat-len) chat_len="$2"; shift 2 ;;
     --baseline-args) baseline_args="$2"; baseline=1; shift 2 ;;
     --label) label="$2"; shift 2 ;;
-    -h|--help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -111,13 +116,15 @@ case ",$cells," in *",prefill,"*) need+=($((prefill_len + 1))) ;; esac
 case ",$cells," in *",prefix,"*) need+=($((prefix_len + prefix_in + out_len))) ;; esac
 case ",$cells," in *",chat4,"*) need+=($((chat_prefix_len + 2 * chat_turns * chat_len))) ;; esac
 ctx=$(( $(max "${need[@]}") + 16 ))
-start_server() {  # $1 = llmserve | llmserve-base | llamacpp; sets addr, server_pid
-  local port; port="$(free_port)"; addr="127.0.0.1:$port"
+vocab=""
+start_server() {  # $1 = llmserve | llmserve-base | llamacpp; sets addr (gRPC or HTTP), http_addr, server_pid
+  local port; port="$(free_port)"; addr="127.0.0.1:$port"; http_addr="$addr"
   if [ "$1" != llamacpp ]; then
     local extra=""; [ "$1" = llmserve ] || extra="$baseline_args"
+    local http_port; http_port="$(free_port)"; http_addr="127.0.0.1:$http_port"
     # shellcheck disable=SC2086  # llmserve_args and extra are lists of flags
     "$build/server/llmserve" --model "$model" --threads "$threads" --host 127.0.0.1 --port "$port" --metrics-port 0 \
-      $llmserve_args $extra >"$work/server.log" 2>&1 &
+      --http-port "$http_port" $llmserve_args $extra >"$work/server.log" 2>&1 &
   else
     "$llama" -m "$model" -t "$threads" -tb "$threads" --host 127.0.0.1 --port "$port" -np 16 -c $((16 * ctx)) \
       --no-warmup >"$work/server.log" 2>&1 &
@@ -132,7 +139,16 @@ start_server() {  # $1 = llmserve | llmserve-base | llamacpp; sets addr, server_
     fi
     sleep 0.5
   done
-  if [ "$1" != llamacpp ]; then grep -o 'serving on .*' "$work/server.log" | head -1 | sed 's/^/# /'; fi
+  if [ "$1" != llamacpp ]; then
+    grep -o 'serving on .*' "$work/server.log" | head -1 | sed 's/^/# /'
+    # The vocabulary random prompt ids are drawn from (the OpenAI API does not say it):
+    # llmserve's, read once (round 1 starts with llmserve), then used for both servers.
+    if [ -z "$vocab" ]; then
+      vocab="$("$build/tools/llmctl" --addr "$addr" --json info | /usr/bin/python3 -c \
+        'import json, sys; print(next(json.loads(l)["model"]["vocab_size"] for l in sys.stdin if "vocab_size" in l))')"
+      echo "# vocabulary: $vocab tokens"
+    fi
+  fi
 }
 stop_server() {
   kill -TERM "$server_pid" 2>/dev/null || true
@@ -141,12 +157,16 @@ stop_server() {
 }
 bench() {  # $1 server, $2 round, $3 cell, then llmbench flags
   local server="$1" round="$2" cell="$3"; shift 3
-  local backend=(--backend grpc)
+  local backend=(--backend openai --addr "$http_addr" --vocab "$vocab")
   if [ "$server" = llamacpp ]; then
-    backend=(--backend llamacpp --vocab 32000 --ban-ids 3-258)
+    # The OpenAI endpoint returns no token ids, which chat4's turns are built from.
+    if [ "$cell" = chat4 ]; then backend=(--backend llamacpp --addr "$http_addr" --vocab "$vocab"); fi
+    backend+=(--ban-ids 3-258)
     case "$cell" in prefix|chat4) backend+=(--llamacpp-cache-prompt) ;; esac
+  elif [ "$llmserve_api" = grpc ]; then
+    backend=(--backend grpc --addr "$addr")
   fi
-  "$build/bench/llmbench" "${backend[@]}" --addr "$addr" --ignore-eos --progress off --allow-failures \
+  "$build/bench/llmbench" "${backend[@]}" --ignore-eos --progress off --allow-failures \
     --label "$server/$round/$cell" --jsonl "$stem.jsonl" "$@" | grep -E 'Generated tokens|TTFT |TPOT|ok / failed|Cached tokens|Per turn|^  turn '
 }
 run_cells() {  # $1 server, $2 round

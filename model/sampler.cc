@@ -92,6 +92,9 @@ SampledToken RequestSampler::Sample(std::span<float> logits, std::span<const int
   SampledToken out;
   if (logits.empty()) return out;
   if (params_.want_logprobs) raw_.assign(logits.begin(), logits.end());
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (static_cast<size_t>(id) < logits.size()) logits[static_cast<size_t>(id)] += bias;
+  }
   if (penalties_) {
     SyncCounts(prompt, generated, logits.size());
     ApplyPenalties(logits);

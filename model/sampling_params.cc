@@ -46,6 +46,15 @@ absl::Status SamplingParams::Validate() const {
     return BadFloat("frequency_penalty", "in [-2, 2]", frequency_penalty);
   }
   if (logprobs < 0 || logprobs > kMaxLogprobs) return BadInt("logprobs", "in [0, 20]", logprobs);
+  if (logit_bias.size() > kMaxLogitBias) {
+    return BadInt("logit_bias", "at most 1024 entries", static_cast<int64_t>(logit_bias.size()));
+  }
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return absl::InvalidArgumentError(absl::StrCat("logit_bias must name token ids >= 0, got ", id));
+    if (!(bias >= -100.0f && bias <= 100.0f)) {
+      return absl::InvalidArgumentError(absl::StrCat("logit_bias must be in [-100, 100], got ", bias, " for token ", id));
+    }
+  }
   return absl::OkStatus();
 }
 

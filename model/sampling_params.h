@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -13,6 +14,7 @@
 namespace llmserve {
 
 // Token selection for one request. Order of application on a step's logits:
+//   0. logit_bias added to its ids' logits,
 //   1. penalties (repetition over prompt + generated ids; presence and frequency over
 //      generated ids only, as in vLLM / OpenAI),
 //   2. temperature == 0 → greedy (argmax, lowest id on ties); otherwise divide by it,
@@ -30,6 +32,11 @@ struct SamplingParams {
   std::optional<uint64_t> seed;     // unset: the engine draws one (and reports it)
   int32_t logprobs = 0;             // 0..20: top-n alternatives per token (0: only the chosen)
   bool want_logprobs = false;       // report the chosen token's logprob (and top-n)
+  // (id, bias) added to the id's logit first; ids in [0, vocab) (checked by the caller, who
+  // knows the vocabulary), biases in [-100, 100], at most kMaxLogitBias entries.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+
+  static constexpr size_t kMaxLogitBias = 1024;
 
   // INVALID_ARGUMENT naming the first field out of range.
   absl::Status Validate() const;

@@ -89,6 +89,12 @@ uint64_t Engine::DrawSeed() {
 absl::Status Engine::ValidateRequest(const EngineRequest& r) const {
   if (absl::Status s = r.sampling.Validate(); !s.ok()) return s;
   if (absl::Status s = r.stop.Validate(vocab_size_); !s.ok()) return s;
+  for (const auto& [id, bias] : r.sampling.logit_bias) {
+    if (id >= vocab_size_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("logit_bias token ", id, " is outside the vocabulary (", vocab_size_, ")"));
+    }
+  }
   for (size_t i = 0; i < r.prompt.size(); ++i) {
     if (r.prompt[i] < 0 || r.prompt[i] >= vocab_size_) {
       return absl::InvalidArgumentError(absl::StrCat("prompt id ", r.prompt[i], " at position ", i,

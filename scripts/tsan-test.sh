@@ -2,7 +2,7 @@
 # Builds the engine's thread-facing tests with ThreadSanitizer and runs them.
 # (The real-model tests are left out: libgomp, which runs the kernels, is not
 # instrumented, so TSan cannot judge OpenMP code. The engine tests here use a fake
-# model without OpenMP.)
+# model without OpenMP; so does the HTTP API's in-process test.)
 # Usage: scripts/tsan-test.sh        BUILD_DIR defaults to build-tsan
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build-tsan}"
 tests=(block_pool_test admission_test scheduler_test scheduler_finish_test scheduler_preemption_test scheduler_random_test
        request_channel_test engine_test engine_lifecycle_test engine_stress_test engine_policy_test
-       stream_pump_test)
+       stream_pump_test openai_server_test openai_service_test)
 
 scripts/install-deps.sh
 # ccache (in install-deps.sh) makes a rebuild on the same machine cheap, and

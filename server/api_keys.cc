@@ -98,4 +98,25 @@ bool ApiKeys::Accepts(absl::string_view authorization) const {
   return found;
 }
 
+ApiKeyStore::ApiKeyStore(std::optional<ApiKeys> keys) : enabled_(keys.has_value()) {
+  if (keys.has_value()) keys_ = std::make_shared<const ApiKeys>(*std::move(keys));
+}
+
+void ApiKeyStore::Replace(ApiKeys keys) {
+  if (!enabled_) return;
+  auto fresh = std::make_shared<const ApiKeys>(std::move(keys));
+  absl::MutexLock lock(&mu_);
+  keys_ = std::move(fresh);
+}
+
+bool ApiKeyStore::Accepts(absl::string_view authorization) const {
+  if (!enabled_) return true;
+  std::shared_ptr<const ApiKeys> keys;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    keys = keys_;
+  }
+  return keys->Accepts(authorization);
+}
+
 }  // namespace llmserve

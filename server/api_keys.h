@@ -12,11 +12,15 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 
 namespace llmserve {
 
@@ -39,6 +43,26 @@ class ApiKeys {
 
  private:
   std::vector<Digest> digests_;
+};
+
+// The keys in force, shared by every front end (the gRPC gate, the HTTP API) so that a
+// SIGHUP re-read applies to all of them at once. Thread-safe.
+class ApiKeyStore {
+ public:
+  // No keys (nullopt): every request is let through, for good.
+  explicit ApiKeyStore(std::optional<ApiKeys> keys = std::nullopt);
+
+  // Whether keys are required (fixed at construction).
+  bool enabled() const { return enabled_; }
+  // Replaces the keys (only where keys were given at construction).
+  void Replace(ApiKeys keys);
+  // True when no keys are required, or `authorization` is "Bearer <key>" with a known key.
+  bool Accepts(absl::string_view authorization) const;
+
+ private:
+  const bool enabled_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const ApiKeys> keys_ ABSL_GUARDED_BY(mu_);  // null: no keys
 };
 
 }  // namespace llmserve

@@ -81,6 +81,8 @@ class LlmService final : public LlmServiceBase {
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                           grpc::ByteBuffer* response) override;
 
+  // What requests are checked against (the HTTP API shares it).
+  const RequestLimits& limits() const { return limits_; }
   // Generate streams currently open (for draining: wait until 0).
   int64_t open_streams() const { return open_streams_.load(); }
 

@@ -34,6 +34,12 @@ ABSL_FLAG(std::string, metrics_tls, llmserve::ServerConfig{}.metrics_tls ? "on" 
           "on: serve /metrics over HTTPS with the --tls-cert/--tls-key pair (scrape with scheme https); off: HTTP");
 ABSL_FLAG(std::string, metrics_prefix, llmserve::ServerConfig{}.metrics_prefix,
           "metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. vllm: for vLLM dashboards)");
+ABSL_FLAG(int32_t, http_port, llmserve::ServerConfig{}.http_port,
+          "port of the OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions, /v1/models, /health) "
+          "on --host, with the gRPC port's TLS and API keys; 0 = off");
+ABSL_FLAG(int32_t, http_threads, llmserve::ServerConfig{}.http_threads,
+          "HTTP API connections served at once (each streaming or waiting request holds one; further "
+          "connections wait)");
 ABSL_FLAG(std::string, reflection, llmserve::ServerConfig{}.reflection ? "on" : "off",
           "on: serve gRPC server reflection (grpcurl, Postman list and describe the services); off: do not");
 ABSL_FLAG(std::string, tls_cert, llmserve::ServerConfig{}.tls.cert_path,
@@ -68,7 +74,7 @@ using llmserve::ServerConfig;
 constexpr char kUsage[] =
     "[--flag=value ...]\n"
     "Serves a language model over gRPC (llmserve.v1.LlmService, grpc.health.v1.Health, reflection unless\n"
-    "--reflection=off).\n"
+    "--reflection=off), and with --http-port over the OpenAI-compatible HTTP API.\n"
     "SIGHUP re-reads --api-key-file. SIGTERM/SIGINT: health NOT_SERVING; after --drain-delay the port closes (new calls are refused)\n"
     "and in-flight streams finish (up to --drain-timeout); exit 0. A second signal exits at once.\n"
     "Flags take --name=value or --name value; dashes and underscores are interchangeable\n"
@@ -87,6 +93,8 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   c.metrics_host = absl::GetFlag(FLAGS_metrics_host);
   c.metrics_prefix = absl::GetFlag(FLAGS_metrics_prefix);
+  c.http_port = absl::GetFlag(FLAGS_http_port);
+  c.http_threads = absl::GetFlag(FLAGS_http_threads);
   absl::StatusOr<bool> metrics_tls = llmserve::ParseOnOff("metrics-tls", absl::GetFlag(FLAGS_metrics_tls));
   if (!metrics_tls.ok()) return metrics_tls.status();
   c.metrics_tls = *metrics_tls;

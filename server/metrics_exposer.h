@@ -1,26 +1,19 @@
-// MetricsExposer: the HTTP server (cpp-httplib) serving a Prometheus registry at /metrics,
-// over plain HTTP or TLS.
+// MetricsExposer: the HTTP server serving a Prometheus registry at /metrics, over plain
+// HTTP or TLS (an HttpListener, server/http_listener.h, which also reloads a renewed
+// certificate).
 //
 //   connections:  a pool of kThreads workers; a connection that sends no complete request
 //                 within a short read timeout is dropped, so idle or stuck connections (a
 //                 port scanner, a stalled client) cannot keep the scrapers out. No keep-alive.
-//   TLS:          the certificate and key are read from their files at start (checked like
-//                 the gRPC port's) and again when they change, checked at most every
-//                 reload_seconds, so a renewed certificate is served without a restart; a
-//                 file that fails to load keeps the pair in use (logged).
 #pragma once
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "prometheus/registry.h"
+#include "server/http_listener.h"
 #include "server/tls_credentials.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace llmserve {
 
@@ -33,18 +26,15 @@ class MetricsExposer {
   static absl::StatusOr<std::unique_ptr<MetricsExposer>> Start(const std::string& host, int port,
                                                                std::shared_ptr<prometheus::Registry> registry,
                                                                const TlsFiles* tls = nullptr);
-  ~MetricsExposer();  // stops listening and joins the workers
   MetricsExposer(const MetricsExposer&) = delete;
   MetricsExposer& operator=(const MetricsExposer&) = delete;
 
-  int port() const { return port_; }
+  int port() const { return listener_->port(); }
 
  private:
-  MetricsExposer() = default;
+  explicit MetricsExposer(std::unique_ptr<HttpListener> listener) : listener_(std::move(listener)) {}
 
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  std::unique_ptr<HttpListener> listener_;  // its destructor stops listening and joins the workers
 };
 
 }  // namespace llmserve

@@ -22,7 +22,7 @@ absl::Status CheckTextBytes(std::string_view field, size_t bytes, int64_t max_by
 }
 
 // The sampling fields; unset ones keep what `out` holds (the defaults).
-absl::Status ConvertSampling(const v1::GenerateRequest& r, SamplingParams* out) {
+absl::Status ConvertSampling(const v1::GenerateRequest& r, int32_t vocab_size, SamplingParams* out) {
   if (r.has_temperature()) {
     const float t = r.temperature();
     if (!(t >= 0.0f && t <= kMaxTemperature)) {  // also refuses NaN
@@ -41,6 +41,18 @@ absl::Status ConvertSampling(const v1::GenerateRequest& r, SamplingParams* out) 
     out->want_logprobs = true;
     out->logprobs = r.logprobs();
   }
+  if (static_cast<size_t>(r.logit_bias_size()) > SamplingParams::kMaxLogitBias) {
+    return Invalid(absl::StrCat("logit_bias must have at most ", SamplingParams::kMaxLogitBias, " entries, got ",
+                                r.logit_bias_size()));
+  }
+  for (const auto& [id, bias] : r.logit_bias()) {
+    if (id < 0 || id >= vocab_size) {
+      return Invalid(absl::StrCat("logit_bias must name token ids in [0, ", vocab_size, "), got ", id));
+    }
+    out->logit_bias.emplace_back(id, bias);
+  }
+  // A proto map has no order: sort, so the same request sums its biases the same way.
+  std::sort(out->logit_bias.begin(), out->logit_bias.end());
   return out->Validate();  // names the proto's field for each range
 }
 
@@ -142,7 +154,7 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const v1::GenerateRequest& request
   }
   // Cheap checks before tokenizing.
   out.sampling = limits.sampling_defaults;
-  if (absl::Status s = ConvertSampling(request, &out.sampling); !s.ok()) return s;
+  if (absl::Status s = ConvertSampling(request, limits.vocab_size, &out.sampling); !s.ok()) return s;
   if (absl::Status s = ConvertStop(request, limits.vocab_size, &out.stop); !s.ok()) return s;
   absl::StatusOr<std::vector<int32_t>> prompt = ConvertInput(request, tokenizer, limits);
   if (!prompt.ok()) return prompt.status();

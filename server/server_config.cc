@@ -15,6 +15,12 @@ absl::Status ServerConfig::Validate() const {
   if (metrics_port != 0 && metrics_port == port) {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-port=", metrics_port, " is the same as --port"));
   }
+  if (absl::Status s = FlagInRange("http-port", http_port, 0, 65535, " (0 = no HTTP API)"); !s.ok()) return s;
+  if (http_port != 0 && (http_port == port || http_port == metrics_port)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-port=", http_port, " is the same as --", http_port == port ? "port" : "metrics-port"));
+  }
+  if (absl::Status s = FlagInRange("http-threads", http_threads, 1, 4096, ""); !s.ok()) return s;
   if (!ValidMetricsPrefix(metrics_prefix)) {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-prefix=", metrics_prefix,
                                                    ": must match [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. llmserve_ or vllm:)"));
@@ -62,6 +68,11 @@ bool ValidMetricsPrefix(const std::string& p) {
     if (!letter(c) && !(c >= '0' && c <= '9')) return false;
   }
   return true;
+}
+
+std::string ServerConfig::HttpAddress() const {
+  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return v6 ? absl::StrCat("[", host, "]:", http_port) : absl::StrCat(host, ":", http_port);
 }
 
 std::string ServerConfig::MetricsAddress() const {

@@ -25,6 +25,8 @@ struct ServerConfig : EngineSpec {
   bool metrics_tls = false;        // serve /metrics over HTTPS with the --tls-cert pair
   std::string metrics_prefix = "llmserve_";  // metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* ("vllm:")
   bool reflection = true;          // grpc.reflection.v1alpha.ServerReflection, if the binary links it
+  int32_t http_port = 0;           // the OpenAI-compatible HTTP API on host:http_port; 0 = off
+  int32_t http_threads = 128;      // HTTP connections served at once (each open stream holds one)
 
   // Security (docs/OPERATIONS.md "Security").
   TlsFiles tls;                    // --tls-cert, --tls-key, --tls-client-ca, --tls-reload-interval
@@ -50,6 +52,8 @@ struct ServerConfig : EngineSpec {
   std::string ListenAddress() const;
   // The same for metrics_port, on metrics_host (or host).
   std::string MetricsAddress() const;
+  // The same for http_port, on host.
+  std::string HttpAddress() const;
   // max_prompt_bytes, or when 0 the default for a context of `max_context` tokens.
   int64_t EffectiveMaxPromptBytes(int32_t max_context) const;
 };

@@ -26,6 +26,8 @@
 #include "server/metrics.h"
 #include "server/metrics_exposer.h"
 #include "server/model_setup.h"
+#include "server/openai_server.h"
+#include "server/openai_service.h"
 #include "server/service_gate.h"
 #include "server/tls_credentials.h"
 #include "spdlog/spdlog.h"
@@ -84,9 +86,14 @@ void SetHealth(grpc::Server& server, bool serving) {
   health->SetServingStatus(llmserve::v1::LlmService::service_full_name(), serving);
 }
 
-// Polls until no Generate stream is open or `deadline`; true if none is.
-bool WaitStreamsClosed(const LlmService& service, absl::Time deadline) {
-  while (service.open_streams() > 0) {
+// Generate streams and HTTP completions open.
+int64_t OpenStreams(const LlmService& service, const OpenAiServer* http) {
+  return service.open_streams() + (http != nullptr ? http->open_requests() : 0);
+}
+
+// Polls until no Generate stream or HTTP completion is open or `deadline`; true if none is.
+bool WaitStreamsClosed(const LlmService& service, const OpenAiServer* http, absl::Time deadline) {
+  while (OpenStreams(service, http) > 0) {
     if (absl::Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(5));
   }
@@ -95,9 +102,10 @@ bool WaitStreamsClosed(const LlmService& service, absl::Time deadline) {
 
 // Steps 1-5 of the shutdown (server_runner.h).
 void Drain(const ServerConfig& config, GrpcListener& listener, grpc::Server& server, Engine& engine,
-           const LlmService& service) {
+           const LlmService& service, OpenAiServer* http) {
   // 1. Tell the health checkers first; during the delay everything is still served.
   if (grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService()) health->SetServingStatus(false);
+  if (http != nullptr) http->SetServing(false);
   if (config.drain_delay_seconds > 0) {
     spdlog::info("serving on for --drain-delay={} s (health NOT_SERVING)", config.drain_delay_seconds);
     absl::SleepFor(absl::Seconds(config.drain_delay_seconds));
@@ -109,9 +117,13 @@ void Drain(const ServerConfig& config, GrpcListener& listener, grpc::Server& ser
   // fresh connection is not lost. After kAcceptLinger, Shutdown sends GOAWAY to the
   // clients that keep their connections open (they reconnect: refused, UNAVAILABLE).
   // Calls in flight run on; past the drain timeout (and its grace) Shutdown cancels them.
+  // The HTTP port likewise: closed at once, then requests on its open keep-alive
+  // connections get 503 and the connection closes.
   listener.Close();
+  if (http != nullptr) http->Close();
   spdlog::info("port closed: refusing new connections");
   absl::SleepFor(kAcceptLinger);
+  if (http != nullptr) http->RefuseNewRequests();
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Seconds(config.drain_timeout_seconds);
   // The core shutdown begins here, on this thread, so that it surely precedes step 5's
@@ -123,17 +135,17 @@ void Drain(const ServerConfig& config, GrpcListener& listener, grpc::Server& ser
   spdlog::info("refusing new calls (GOAWAY); waiting up to {} s for the streams in flight",
                config.drain_timeout_seconds);
   // 3. Streams close just after their engine request ends (the final still has to be written).
-  const bool drained = engine.WaitIdle(deadline - start) && WaitStreamsClosed(service, deadline);
+  const bool drained = engine.WaitIdle(deadline - start) && WaitStreamsClosed(service, http, deadline);
   if (drained) {
     spdlog::info("drained in {:.3f} s", absl::ToDoubleSeconds(absl::Now() - start));
   } else {
     // 4. Past the timeout.
     const EngineStats stats = engine.Stats();
     spdlog::warn("drain timeout ({} s): cancelling {} running and {} waiting requests, {} streams open",
-                 config.drain_timeout_seconds, stats.running, stats.waiting, service.open_streams());
+                 config.drain_timeout_seconds, stats.running, stats.waiting, OpenStreams(service, http));
     engine.Stop();  // every request left gets its final (cancelled) ...
-    if (!WaitStreamsClosed(service, absl::Now() + kShutdownGrace)) {  // ... which is written here
-      spdlog::warn("{} streams still open after {}: cancelling them", service.open_streams(),
+    if (!WaitStreamsClosed(service, http, absl::Now() + kShutdownGrace)) {  // ... which is written here
+      spdlog::warn("{} streams still open after {}: cancelling them", OpenStreams(service, http),
                    absl::FormatDuration(kShutdownGrace));
     }
   }
@@ -210,6 +222,7 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     return 1;
   }
   const std::string security = SecuritySummary(config, *keys);
+  const bool has_keys = keys->has_value();
   // Metrics first (known before the model loads), scrapeable while it loads.
   auto registry = std::make_shared<prometheus::Registry>();
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
@@ -229,7 +242,8 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     }
     exposer = *std::move(started);
   }
-  ServiceGate gate(*std::move(keys), metrics->get());
+  auto key_store = std::make_shared<ApiKeyStore>(*std::move(keys));
+  ServiceGate gate(key_store, metrics->get());
   signals.OnHangup([&config, &gate] { OnHangup(config, gate); });
   const absl::Cleanup no_hangup = [&signals] { signals.OnHangup(nullptr); };
   absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.host, config.port);
@@ -245,19 +259,37 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   }
   SetHealth(*server, false);
   (*listener)->Start();  // after NOT_SERVING: no client sees the default SERVING
+  // The HTTP API: up now (health 503, "model loading"), open once the model is loaded.
+  std::unique_ptr<OpenAiServer> http;
+  if (config.http_port != 0) {
+    absl::StatusOr<std::unique_ptr<OpenAiServer>> started = OpenAiServer::Start(config, key_store, metrics->get());
+    if (!started.ok()) {
+      spdlog::error("{}", std::string(started.status().message()));
+      (*listener)->Close();
+      server->Shutdown(absl::ToChronoTime(absl::Now()));
+      server->Wait();
+      return 1;
+    }
+    http = *std::move(started);
+  }
   ServerConfig bound = config;
   bound.port = port;
   const std::string address = bound.ListenAddress();
   ServerConfig metrics_bound = config;
   metrics_bound.metrics_port = exposer != nullptr ? exposer->port() : 0;
-  spdlog::info("llmserve {} listening on {} (NOT_SERVING while the model loads), {}; metrics {}", kLlmserveVersion,
-               address, security, config.metrics_port == 0 ? std::string("off")
-                        : absl::StrCat("on ", config.metrics_tls ? "https://" : "http://",
-                                       metrics_bound.MetricsAddress(), "/metrics"));
+  spdlog::info("llmserve {} listening on {} (NOT_SERVING while the model loads), {}; metrics {}; HTTP API {}",
+               kLlmserveVersion, address, security,
+               config.metrics_port == 0 ? std::string("off")
+                   : absl::StrCat("on ", config.metrics_tls ? "https://" : "http://", metrics_bound.MetricsAddress(),
+                                  "/metrics"),
+               http == nullptr ? std::string("off")
+                   : absl::StrCat("on ", config.tls.enabled() ? "https://" : "http://", http->address(), "/v1",
+                                  has_keys ? " (API keys; /health needs none)" : ""));
 
   absl::StatusOr<ModelSetup> setup = SetUpModel(config, metrics->get());
   if (!setup.ok()) {
     spdlog::error("{}", std::string(setup.status().message()));
+    http.reset();
     (*listener)->Close();
     server->Shutdown(absl::ToChronoTime(absl::Now()));
     server->Wait();
@@ -268,17 +300,24 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
                  "(scripts/get-model.sh fetches a real one; then pass --model and --tokenizer)");
   }
   LlmService service(*setup->engine, *setup->tokenizer, setup->info, metrics->get());
+  OpenAiService http_service(*setup->engine, *setup->tokenizer, service.limits(), setup->info.model_name,
+                             absl::ToUnixSeconds(absl::Now()), metrics->get());
   (*metrics)->OnStats(setup->engine->Stats());  // KV capacity before the first step
   setup->engine->Start();
   gate.Open(&service);
   SetHealth(*server, true);
+  if (http != nullptr) {
+    http->Open(&http_service);
+    http->SetServing(true);
+  }
   spdlog::info("serving on {}: {}; reflection {}", address, setup->summary, config.reflection ? "on" : "off");
 
   const int sig = signals.WaitForShutdown();
   spdlog::info("{}: health NOT_SERVING, draining (delay {} s, then up to {} s; a second signal exits at once)",
                sig == SIGTERM ? "SIGTERM" : "SIGINT", config.drain_delay_seconds, config.drain_timeout_seconds);
-  Drain(config, **listener, *server, *setup->engine, service);
+  Drain(config, **listener, *server, *setup->engine, service, http.get());
   server.reset();  // before the service it forwards to
+  http.reset();    // likewise (joins its workers)
   spdlog::info("shut down");
   return 0;
 }

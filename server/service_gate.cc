@@ -20,27 +20,18 @@ grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const grpc::S
 
 }  // namespace
 
-ServiceGate::ServiceGate(std::optional<ApiKeys> keys, Metrics* metrics) : metrics_(metrics) {
-  if (keys.has_value()) keys_ = std::make_shared<const ApiKeys>(*std::move(keys));
-}
+ServiceGate::ServiceGate(std::optional<ApiKeys> keys, Metrics* metrics)
+    : ServiceGate(std::make_shared<ApiKeyStore>(std::move(keys)), metrics) {}
 
-void ServiceGate::ReplaceApiKeys(ApiKeys keys) {
-  auto fresh = std::make_shared<const ApiKeys>(std::move(keys));
-  absl::MutexLock lock(&keys_mu_);
-  keys_ = std::move(fresh);
-}
+ServiceGate::ServiceGate(std::shared_ptr<ApiKeyStore> keys, Metrics* metrics)
+    : keys_(std::move(keys)), metrics_(metrics) {}
 
 std::optional<grpc::Status> ServiceGate::Refusal(grpc::CallbackServerContext* ctx) {
-  std::shared_ptr<const ApiKeys> keys;
-  {
-    absl::ReaderMutexLock lock(&keys_mu_);
-    keys = keys_;
-  }
-  if (keys == nullptr) return std::nullopt;
+  if (!keys_->enabled()) return std::nullopt;
   const auto& metadata = ctx->client_metadata();
   const auto [begin, end] = metadata.equal_range("authorization");
   for (auto it = begin; it != end; ++it) {
-    if (keys->Accepts(absl::string_view(it->second.data(), it->second.size()))) return std::nullopt;
+    if (keys_->Accepts(absl::string_view(it->second.data(), it->second.size()))) return std::nullopt;
   }
   if (metrics_ != nullptr) metrics_->RecordUnauthenticated();
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,

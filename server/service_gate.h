@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -33,10 +34,12 @@ class ServiceGate final : public LlmServiceBase {
  public:
   // No keys: every call is let through; `metrics` (may be null) counts the refusals.
   explicit ServiceGate(std::optional<ApiKeys> keys = std::nullopt, Metrics* metrics = nullptr);
+  // With the key store another front end (the HTTP API) shares.
+  ServiceGate(std::shared_ptr<ApiKeyStore> keys, Metrics* metrics);
 
   // Replaces the keys (SIGHUP re-reads --api-key-file); calls from now on are checked
   // against the new ones. Only where keys were given at construction.
-  void ReplaceApiKeys(ApiKeys keys);
+  void ReplaceApiKeys(ApiKeys keys) { keys_->Replace(std::move(keys)); }
   // From now on calls go to `service`, which must outlive the gRPC server. Once only.
   void Open(LlmService* service) { target_.store(service); }
   bool is_open() const { return target_.load() != nullptr; }
@@ -59,8 +62,7 @@ class ServiceGate final : public LlmServiceBase {
   std::optional<grpc::Status> Refusal(grpc::CallbackServerContext* ctx);
 
   std::atomic<LlmService*> target_{nullptr};
-  mutable absl::Mutex keys_mu_;
-  std::shared_ptr<const ApiKeys> keys_ ABSL_GUARDED_BY(keys_mu_);  // null: no keys
+  const std::shared_ptr<ApiKeyStore> keys_;  // never null
   Metrics* metrics_;
 };
 

@@ -1,7 +1,7 @@
-// Where llmbench sends its requests: llmserve over gRPC, or llama.cpp's server over HTTP
-// (its /completion streaming endpoint, for side-by-side benchmarks). Both take the same
-// GenerateRequests and report the same RequestResults, so the statistics and the report
-// are the same code for every server.
+// Where llmbench sends its requests: llmserve over gRPC, any OpenAI-compatible server over
+// HTTP (llmserve's HTTP API, llama.cpp's llama-server, vLLM: /v1/completions), or llama.cpp's
+// own /completion endpoint. All take the same GenerateRequests and report the same
+// RequestResults, so the statistics and the report are the same code for every server.
 #pragma once
 
 #include <memory>
@@ -30,6 +30,16 @@ class Backend {
 
 // llmserve.v1.LlmService/Generate over `options.channels` gRPC channels.
 std::unique_ptr<Backend> MakeGrpcBackend(const BenchOptions& options, llmserve::client::Connection connection);
+
+// An OpenAI-compatible server: POST /v1/completions with "stream": true,
+// stream_options.include_usage, "return_token_ids": true (the ids each chunk carries; else
+// one token per chunk), the prompt as token ids, max_tokens, ignore_eos, the sampling
+// fields, cache_salt, "cache_prompt": options.llamacpp_cache_prompt (llama.cpp's; others
+// ignore it), logit_bias -100 for options.ban_ids, "Authorization: Bearer <api_key>" when
+// given, TLS with options.connect's files; one thread and connection per stream. "model" is
+// the first id of GET /v1/models. A request is OK when the HTTP status is 200 and the usage
+// arrives; --turns > 1 also needs the ids.
+std::unique_ptr<Backend> MakeOpenAiBackend(const BenchOptions& options, std::string api_key);
 
 // llama.cpp's llama-server: POST /completion with "stream": true, the prompt as token ids,
 // n_predict = max_tokens, ignore_eos, the sampling fields, "return_tokens": true (the ids

@@ -1,6 +1,8 @@
-// llmbench: load generator for llmserve over gRPC (like vLLM's serving benchmark), and
-// with --backend llamacpp for llama.cpp's llama-server over HTTP (its streaming
-// /completion endpoint), so that both are measured by the same code (bench/run_peer_bench.sh).
+// llmbench: load generator for llmserve over gRPC (like vLLM's serving benchmark), with
+// --backend openai for any OpenAI-compatible server over HTTP (llmserve's HTTP API,
+// llama.cpp's llama-server, vLLM: streaming /v1/completions), and with --backend llamacpp for
+// llama-server's own /completion endpoint, so that all are measured by the same code
+// (bench/run_peer_bench.sh).
 //
 //   llmbench --addr HOST:PORT [--concurrency N | --rate R [--concurrency N]] [--requests N]
 //            [--input-len N] [--output-len N] [--len-dist fixed|uniform|exponential]
@@ -71,9 +73,10 @@ Flag Switch(const char* help, bool* to) {
 
 std::map<std::string, Flag> Flags(BenchOptions* o) {
   std::map<std::string, Flag> f;
-  f["backend"] = String("grpc (llmserve) or llamacpp (llama.cpp's llama-server, HTTP /completion) (grpc)",
+  f["backend"] = String("grpc (llmserve), openai (any OpenAI-compatible server: HTTP /v1/completions, e.g. "
+                        "llmserve --http-port or llama-server) or llamacpp (llama-server's /completion) (grpc)",
                         &o->backend);
-  f["ban-ids"] = {"llamacpp: FIRST-LAST, ids the server may never sample (logit_bias false), e.g. 3-258 for the "
+  f["ban-ids"] = {"openai, llamacpp: FIRST-LAST, ids the server may never sample (logit_bias), e.g. 3-258 for the "
                   "byte tokens of a random-weight model, on whose partial UTF-8 llama-server aborts a stream",
                   true, [o](const std::string& v) {
                     const size_t dash = v.find('-');
@@ -82,13 +85,14 @@ std::map<std::string, Flag> Flags(BenchOptions* o) {
                            o->ban_last >= o->ban_first;
                   }};
   f["addr"] = String("server HOST:PORT (127.0.0.1:50051)", &o->addr);
-  f["tls"] = Switch("gRPC: TLS, checking the server's certificate against the system's CAs", &o->connect.tls);
-  f["tls-ca"] = String("gRPC: TLS, checking the server's certificate against this PEM CA bundle", &o->connect.tls_ca);
-  f["tls-cert"] = String("gRPC: PEM client certificate for mutual TLS (with --tls-key)", &o->connect.tls_cert);
-  f["tls-key"] = String("gRPC: PEM private key of --tls-cert", &o->connect.tls_key);
+  f["tls"] = Switch("gRPC, openai: TLS, checking the server's certificate against the system's CAs", &o->connect.tls);
+  f["tls-ca"] = String("gRPC, openai: TLS, checking the server's certificate against this PEM CA bundle",
+                       &o->connect.tls_ca);
+  f["tls-cert"] = String("gRPC, openai: PEM client certificate for mutual TLS (with --tls-key)", &o->connect.tls_cert);
+  f["tls-key"] = String("gRPC, openai: PEM private key of --tls-cert", &o->connect.tls_key);
   f["tls-server-name"] = String("gRPC: the name the server's certificate must carry (default: the host)",
                                 &o->connect.tls_server_name);
-  f["api-key-file"] = String("gRPC: send this file's key (first line) as 'authorization: Bearer KEY'",
+  f["api-key-file"] = String("gRPC, openai: send this file's key (first line) as 'authorization: Bearer KEY'",
                              &o->connect.api_key_file);
   f["channels"] = Int("gRPC channels (connections); calls round-robin over them (1)", &o->channels);
   f["requests"] = Int("requests to send; with --turns K > 1 conversations, of K requests each (32)", &o->requests);
@@ -105,11 +109,11 @@ std::map<std::string, Flag> Flags(BenchOptions* o) {
                    "order; turn t+1's prompt = turn t's prompt + the ids it generated + --input-len new ids; "
                    "the report adds per-turn TTFT and cache hit rate (1)",
                    &o->turns);
-  f["cache-salt"] = String("gRPC: GenerateRequest.cache_salt of every request (requests with different salts share "
+  f["cache-salt"] = String("gRPC, openai: the cache_salt of every request (requests with different salts share "
                            "no cached prefix); llamacpp ignores it ('')",
                            &o->cache_salt);
-  f["llamacpp-cache-prompt"] = Switch("llamacpp: send \"cache_prompt\": true (llama.cpp reuses a slot's cached "
-                                      "prompt prefix); default false",
+  f["llamacpp-cache-prompt"] = Switch("llamacpp, openai: send \"cache_prompt\": true (llama.cpp reuses a slot's "
+                                      "cached prompt prefix; other servers ignore it); default false",
                                       &o->llamacpp_cache_prompt);
   f["len-dist"] = {"fixed, uniform ([N(1-r), N(1+r)]) or exponential (mean N, clamped to [1, 10N]) (fixed)", true,
                    [o](const std::string& v) {
@@ -238,9 +242,10 @@ int main(int argc, char** argv) {
     std::cerr << "llmbench: " << connection.status().message() << "\n";
     return kExitUsage;
   }
-  std::unique_ptr<llmbench::Backend> backend = o.backend == "llamacpp"
-                                                   ? llmbench::MakeLlamaCppBackend(o)
-                                                   : llmbench::MakeGrpcBackend(o, *std::move(connection));
+  std::unique_ptr<llmbench::Backend> backend =
+      o.backend == "llamacpp" ? llmbench::MakeLlamaCppBackend(o)
+      : o.backend == "openai" ? llmbench::MakeOpenAiBackend(o, connection->api_key)
+                              : llmbench::MakeGrpcBackend(o, *std::move(connection));
   std::string error;
   const std::optional<v1::ModelInfo> model = backend->ModelInfo(&error);
   llmbench::ModelLimits limits;

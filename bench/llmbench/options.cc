@@ -26,11 +26,11 @@ const char* LengthDistName(LengthDist dist) {
 }
 
 absl::Status BenchOptions::Validate() const {
-  if (backend != "grpc" && backend != "llamacpp") {
-    return absl::InvalidArgumentError("--backend must be grpc or llamacpp");
+  if (backend != "grpc" && backend != "openai" && backend != "llamacpp") {
+    return absl::InvalidArgumentError("--backend must be grpc, openai or llamacpp");
   }
-  if (ban_first >= 0 && backend != "llamacpp") {
-    return absl::InvalidArgumentError("--ban-ids is only sent to llama.cpp (--backend llamacpp)");
+  if (ban_first >= 0 && backend == "grpc") {
+    return absl::InvalidArgumentError("--ban-ids is only sent over HTTP (--backend openai or llamacpp)");
   }
   auto bad = [](const char* flag, const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
@@ -74,8 +74,8 @@ absl::Status BenchOptions::ValidatePrefixAndTurns() const {
     if (len_dist != LengthDist::kFixed) return bad("turns", "uses fixed lengths (drop --len-dist)");
   }
   if (cache_salt.size() > 256) return bad("cache-salt", "must be at most 256 bytes");
-  if (llamacpp_cache_prompt && backend != "llamacpp") {
-    return bad("llamacpp-cache-prompt", "is only sent to llama.cpp (--backend llamacpp)");
+  if (llamacpp_cache_prompt && backend == "grpc") {
+    return bad("llamacpp-cache-prompt", "is only sent over HTTP (--backend openai or llamacpp)");
   }
   return absl::OkStatus();
 }

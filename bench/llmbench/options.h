@@ -24,10 +24,10 @@ std::optional<LengthDist> ParseLengthDist(const std::string& name);
 const char* LengthDistName(LengthDist dist);
 
 struct BenchOptions {
-  std::string backend = "grpc";          // "grpc" (llmserve) or "llamacpp" (llama-server over HTTP)
+  std::string backend = "grpc";          // "grpc" (llmserve), "openai" (/v1/completions) or "llamacpp" (/completion)
   std::string addr = "127.0.0.1:50051";  // server HOST:PORT
   int channels = 1;                      // gRPC channels (separate connections), calls round-robin
-  llmserve::client::ConnectOptions connect;  // gRPC: TLS, client certificate, API key
+  llmserve::client::ConnectOptions connect;  // gRPC and openai: TLS, client certificate, API key
   int requests = 32;                     // requests (with --turns > 1: conversations) to send in total
   int concurrency = 8;                   // max streams (conversations) in flight; 0 = unlimited (open loop only)
   double rate = 0;                       // open loop: Poisson arrivals per second; 0 = closed loop
@@ -36,14 +36,14 @@ struct BenchOptions {
   int shared_prefix_len = 0;             // random-token prompts: the same N ids open every prompt
   int turns = 1;                         // > 1: multi-turn chat, each turn's prompt extends the last (closed loop)
   std::string cache_salt;                // gRPC: GenerateRequest.cache_salt of every request
-  bool llamacpp_cache_prompt = false;    // llamacpp: send "cache_prompt": true (llama.cpp's prefix reuse)
+  bool llamacpp_cache_prompt = false;    // llamacpp, openai: send "cache_prompt": true (llama.cpp's prefix reuse)
   LengthDist len_dist = LengthDist::kFixed;
   double range_ratio = 0.5;              // uniform spread, in (0, 1)
   std::string prompts_file;              // one JSON string per line; empty = random token ids
   int token_offset = 3;                  // random ids drawn from [token_offset, vocab)
   int vocab = 0;                         // 0 = GetModelInfo's vocab_size
   bool ignore_eos = false;
-  int ban_first = -1, ban_last = -1;     // llamacpp: ids [first, last] get logit_bias false; -1 = none
+  int ban_first = -1, ban_last = -1;     // llamacpp, openai: ids [first, last] are banned (logit_bias); -1 = none
   std::optional<float> temperature = 0.0f;  // greedy unless given
   std::optional<int> top_k;
   std::optional<float> top_p;

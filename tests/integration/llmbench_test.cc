@@ -244,7 +244,8 @@ class LlmbenchDemoTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     std::string error;
-    server_ = ServerProcess::Start({"--threads", "2"}, &error).release();
+    http_port_ = PickFreePort();
+    server_ = ServerProcess::Start({"--threads", "2", absl::StrCat("--http-port=", http_port_)}, &error).release();
     if (server_ == nullptr) FAIL() << "llmserve did not start: " << error;
   }
   static void TearDownTestSuite() {
@@ -255,8 +256,10 @@ class LlmbenchDemoTest : public ::testing::Test {
     if (server_ == nullptr) GTEST_SKIP() << "llmserve did not start (see the suite's failure)";
   }
   static ServerProcess* server_;
+  static int http_port_;  // the server's OpenAI-compatible HTTP API
 };
 ServerProcess* LlmbenchDemoTest::server_ = nullptr;
+int LlmbenchDemoTest::http_port_ = 0;
 
 TEST_F(LlmbenchDemoTest, ClosedLoopReportsEveryRequestAndToken) {
   ProcessResult p;
@@ -284,6 +287,34 @@ TEST_F(LlmbenchDemoTest, ClosedLoopReportsEveryRequestAndToken) {
   EXPECT_LE(r["itl_s"]["count"].get<int>(), 96 - 12);
   EXPECT_LE(r["ttft_s"]["p50"].get<double>(), r["e2e_s"]["p50"].get<double>());
   EXPECT_NE(p.out.find("Requests ok / failed:"), std::string::npos) << p.out;
+}
+
+// --backend openai against the same server's HTTP API: the same counts as over gRPC, and
+// multi-turn chains built from the ids the chunks carry (return_token_ids).
+TEST_F(LlmbenchDemoTest, OpenAiBackendOverHttpReportsEveryRequestAndToken) {
+  ProcessResult p;
+  const std::string addr = absl::StrCat("127.0.0.1:", http_port_);
+  const json r = RunLlmbench({"--backend", "openai", "--addr", addr, "--vocab", "258", "--requests", "12",
+                              "--concurrency", "4", "--input-len", "8", "--output-len", "8", "--ignore-eos"},
+                             &p);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  ASSERT_TRUE(r.is_object()) << p.out;
+  EXPECT_EQ(r["requests"]["ok"], 12);
+  EXPECT_EQ(r["requests"]["mismatches"], 0);
+  EXPECT_EQ(r["requests"]["finish_reasons"]["LENGTH"], 12);
+  EXPECT_EQ(r["generated_tokens"], 96);
+  EXPECT_EQ(r["prompt_tokens"], 96);
+  EXPECT_EQ(r["ttft_s"]["count"], 12);
+  ExpectOrdered(r, "ttft_s");
+  ExpectOrdered(r, "itl_s");
+  const json turns = RunLlmbench({"--backend", "openai", "--addr", addr, "--vocab", "258", "--requests", "4",
+                                  "--concurrency", "2", "--shared-prefix-len", "32", "--input-len", "8",
+                                  "--output-len", "8", "--turns", "3", "--ignore-eos", "--cache-salt", "http"},
+                                 &p);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  EXPECT_EQ(turns["requests"]["ok"], 12);
+  EXPECT_EQ(turns["turns"][2]["prompt_tokens"], 4 * 72) << "turn 3 = 32 + 8, + 8 generated + 8 new, twice";
+  EXPECT_GT(turns["cached_tokens"].get<int>(), 0);
 }
 
 TEST_F(LlmbenchDemoTest, TurnsWithASharedPrefixReportPerTurnAndCacheFigures) {

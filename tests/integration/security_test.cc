@@ -205,6 +205,55 @@ TEST_F(SecurityTest, MutualTlsRefusesClientsWithoutAnAcceptedCertificate) {
   EXPECT_NE(server->Log().find("mutual TLS"), std::string::npos);
 }
 
+// The HTTP API (--http-port) serves the gRPC port's certificate and checks the same keys;
+// with --tls-client-ca it wants a client certificate too.
+TEST_F(SecurityTest, HttpApiUsesTheSameTlsAndKeys) {
+  const client::Connection with_cert = Connect(Tls("client.pem", "client.key"));
+  const int http_port = PickFreePort();
+  std::string error;
+  auto server = ServerProcess::Start({"--threads=2", "--tls-cert", File("server.pem"), "--tls-key", File("server.key"),
+                                      "--api-key-file", File("keys.txt"), "--tls-client-ca", File("ca.pem"),
+                                      absl::StrCat("--http-port=", http_port)},
+                                     &error, absl::Seconds(60), &with_cert);
+  ASSERT_NE(server, nullptr) << error;
+  const auto https = [&](bool client_cert) {
+    auto c = client_cert ? std::make_unique<httplib::SSLClient>("127.0.0.1", http_port, File("client.pem"),
+                                                                File("client.key"))
+                         : std::make_unique<httplib::SSLClient>("127.0.0.1", http_port);
+    c->set_ca_cert_path(File("ca.pem").c_str());
+    c->enable_server_certificate_verification(true);
+    c->set_connection_timeout(10);
+    c->set_read_timeout(30);
+    return c;
+  };
+  const std::string body = R"({"prompt": "Once upon", "max_tokens": 8, "ignore_eos": true})";
+  httplib::Result ok = https(true)->Post("/v1/completions", {{"Authorization", absl::StrCat("Bearer ", kKey)}}, body,
+                                         "application/json");
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_NE(ok->body.find("\"completion_tokens\":8"), std::string::npos) << ok->body;
+  httplib::Result second = https(true)->Post("/v1/completions", {{"Authorization", absl::StrCat("Bearer ", kSecondKey)}},
+                                             body, "application/json");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 200) << second->body;
+  httplib::Result no_key = https(true)->Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(no_key);
+  EXPECT_EQ(no_key->status, 401);
+  httplib::Result wrong = https(true)->Get("/v1/models", {{"Authorization", "Bearer not-the-key-0123456789"}});
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  httplib::Result health = https(true)->Get("/health");  // no key needed
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_FALSE(https(false)->Get("/health")) << "served a client without a certificate";
+  httplib::Client plain("127.0.0.1", http_port);
+  plain.set_connection_timeout(5);
+  plain.set_read_timeout(5);
+  httplib::Result clear = plain.Get("/health");
+  EXPECT_TRUE(!clear || clear->status != 200) << "answered plain HTTP";
+  EXPECT_NE(server->Log().find("HTTP API on https://"), std::string::npos) << server->Log();
+}
+
 TEST_F(SecurityTest, ARenewedCertificateIsServedWithoutARestart) {
   const fs::path live = *dir_ / "live";
   fs::create_directories(live);

@@ -495,6 +495,30 @@ TEST(SamplerTest, LogprobsOnlyWhenWanted) {
   EXPECT_TRUE(t.top.empty());
 }
 
+// logit_bias is added before everything else: it moves greedy's argmax and bans a token
+// from sampling, while the logprobs stay those of the raw logits.
+TEST(SamplerTest, LogitBiasShiftsSelectionNotLogprobs) {
+  const std::vector<float> row = {1.0f, 2.0f, 0.0f, 1.5f};
+  SamplingParams p = Greedy();
+  p.want_logprobs = true;
+  p.logit_bias = {{2, 3.0f}};
+  RequestSampler forced(p, 0);
+  std::vector<float> scratch = row;
+  const SampledToken t = forced.Sample(scratch, {}, {});
+  EXPECT_EQ(t.id, 2);
+  EXPECT_NEAR(t.logprob, LogSoftmax(row)[2], 1e-6);
+
+  SamplingParams banned;  // temperature 1: id 1 would be drawn often without the ban
+  banned.logit_bias = {{1, -100.0f}};
+  RequestSampler s(banned, 5);
+  int ones = 0;
+  for (int i = 0; i < 500; ++i) ones += SampleOnce(s, row) == 1;
+  EXPECT_EQ(ones, 0);
+  EXPECT_TRUE(banned.Validate().ok());
+  banned.logit_bias = {{1, 101.0f}};
+  EXPECT_FALSE(banned.Validate().ok());
+}
+
 TEST(SamplerTest, NeverSamplesNanOrMinusInf) {
   std::vector<float> row(300, kNegInf);
   row[10] = 1.0f;

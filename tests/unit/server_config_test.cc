@@ -57,6 +57,12 @@ TEST(ServerConfigTest, InvalidSettingsNameTheFlag) {
       {"f16 weights", [](ServerConfig& c) { c.weight_dtype = DType::kF16; }, "f16 is not supported"},
       {"f16 kv", [](ServerConfig& c) { c.kv_dtype = DType::kF16; }, "f16 is not supported"},
       {"log level", [](ServerConfig& c) { c.log_level = "verbose"; }, "--log-level=verbose"},
+      {"http port too large", [](ServerConfig& c) { c.http_port = 70000; }, "--http-port=70000"},
+      {"http port is the grpc port", [](ServerConfig& c) { c.http_port = 50051; },
+       "--http-port=50051 is the same as --port"},
+      {"http port is the metrics port", [](ServerConfig& c) { c.http_port = 9400; },
+       "--http-port=9400 is the same as --metrics-port"},
+      {"zero http threads", [](ServerConfig& c) { c.http_threads = 0; }, "--http-threads=0"},
       {"zero streams per connection", [](ServerConfig& c) { c.max_streams_per_connection = 0; },
        "--max-streams-per-connection=0"},
       {"cert without key", [](ServerConfig& c) { c.tls.cert_path = "server.pem"; }, "--tls-cert and --tls-key"},
@@ -191,6 +197,16 @@ TEST(ServerConfigTest, MetricsListenOnTheirOwnHostOrTheServers) {
   c.metrics_host = "127.0.0.1";
   EXPECT_EQ(c.MetricsAddress(), "127.0.0.1:9400");
   EXPECT_EQ(c.ListenAddress(), "[::]:50051");
+}
+
+TEST(ServerConfigTest, HttpApiListensOnTheServersHost) {
+  ServerConfig c;
+  EXPECT_EQ(c.http_port, 0) << "the HTTP API is off by default";
+  c.http_port = 8000;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
+  EXPECT_EQ(c.HttpAddress(), "0.0.0.0:8000");
+  c.host = "::1";
+  EXPECT_EQ(c.HttpAddress(), "[::1]:8000");
 }
 
 TEST(ServerConfigTest, TlsDescribesWhatIsOn) {

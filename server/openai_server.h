@@ -1,0 +1,67 @@
+// OpenAiServer: the OpenAI-compatible HTTP/1.1 API on its own port (--http-port), up from
+// start-up, before the model loads, like the gRPC port's ServiceGate:
+//
+//   GET  /health                              200 {"status": "ok"} serving; 503 loading or draining
+//   GET  /v1/models, /v1/models/{id}          ┐ with API keys: "Authorization: Bearer <key>"
+//   POST /v1/completions                      │ (the gRPC port's keys; 401 without), then
+//   POST /v1/chat/completions                 ┘ 503 "model loading" until Open, then OpenAiService
+//   a body over --max-request-bytes 413, not application/json 415, another path 404,
+//   another method 405, a handler that throws 500: always OpenAI's error object.
+//
+// Draining: SetServing(false) turns /health to 503 (load balancers stop sending), Close()
+// refuses new connections while the requests in flight finish; RefuseNewRequests() answers
+// the requests that still arrive on open keep-alive connections 503 and closes those.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/api_keys.h"
+#include "server/http_listener.h"
+#include "server/metrics.h"
+#include "server/openai_service.h"
+#include "server/server_config.h"
+
+namespace llmserve {
+
+// Thread-safe.
+class OpenAiServer {
+ public:
+  // Binds --host:--http-port (TLS with --tls-cert; mutual TLS with --tls-client-ca) and
+  // starts serving (health 503, the API "model loading"). `keys` (never null) and
+  // `metrics` (may be null) must outlive the server. UNAVAILABLE for a busy port.
+  static absl::StatusOr<std::unique_ptr<OpenAiServer>> Start(const ServerConfig& config,
+                                                             std::shared_ptr<ApiKeyStore> keys, Metrics* metrics);
+  ~OpenAiServer();  // Close + join
+
+  // From now on the API goes to `service` (which must outlive the server). Once only.
+  void Open(OpenAiService* service) { target_.store(service); }
+  // Whether /health answers 200.
+  void SetServing(bool serving) { serving_.store(serving); }
+  // Refuses new connections; requests in flight go on.
+  void Close() { listener_->Close(); }
+  // From now on a request on a connection still open gets 503 "draining" and the connection
+  // closes (as gRPC's GOAWAY: the client retries elsewhere).
+  void RefuseNewRequests() { refusing_.store(true); }
+
+  int port() const { return listener_->port(); }
+  const std::string& address() const { return listener_->address(); }
+  // Completions being generated (0 before Open).
+  int64_t open_requests() const;
+
+ private:
+  OpenAiServer(std::unique_ptr<HttpListener> listener, std::shared_ptr<ApiKeyStore> keys, Metrics* metrics);
+  void AddRoutes();
+
+  std::unique_ptr<HttpListener> listener_;
+  const std::shared_ptr<ApiKeyStore> keys_;
+  Metrics* const metrics_;
+  std::atomic<OpenAiService*> target_{nullptr};
+  std::atomic<bool> serving_{false};
+  std::atomic<bool> refusing_{false};
+};
+
+}  // namespace llmserve
