@@ -5,7 +5,7 @@
 #   bench/run_peer_bench.sh --model FILE.gguf --llama-server PATH [--rounds 3] [--threads 2]
 #                           [--requests 32] [--c1-requests 8] [--input-len 128] [--output-len 128]
 #                           [--prefill-len 512] [--cells c16,c8,c1,prefill] [--llmserve-args "..."]
-#                           [--prefix-len 1024] [--prefix-input-len 64] [--chat-prefix-len 512]
+#                           [--warmup 16] [--prefix-len 1024] [--prefix-input-len 64] [--chat-prefix-len 512]
 #                           [--chat-turns 4] [--chat-len 32]
 #                           [--baseline-args "..."] [--label NAME] [--grpc]
 #   env: BUILD_DIR (default build)
@@ -20,7 +20,10 @@
 # --prefix-input-len of their own, --output-len generated; `chat4`, 16 concurrent conversations
 # of --chat-turns turns that open with a shared --chat-prefix-len-token system prompt,
 # each turn adding --chat-len new tokens and generating --chat-len (every turn resends the
-# conversation so far). llama-server gets "cache_prompt": true in these cells (its slot reuses
+# conversation so far). Both cells first run --warmup requests (conversations) of the same
+# workload at the same concurrency, left out of the figures (default 16, one wave): the
+# steady state of a server whose prefix is already cached, not its first cold prefill, which
+# would otherwise be half of a 32-request run. llama-server gets "cache_prompt": true in these cells (its slot reuses
 # the longest common prefix of its previous prompt), false in the others. A conversation's
 # next turn carries the ids the last one generated, which llama-server's OpenAI endpoint does
 # not return: llama-server's chat4 cell alone runs through its own /completion endpoint
@@ -55,7 +58,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 model=""; llama=""; rounds=3; threads=2; requests=32; c1_requests=8; in_len=128; out_len=128; prefill_len=512
 llmserve_args=""; label=""; cells="c16,c8,c1,prefill"; llmserve_api=openai
-prefix_len=1024; prefix_in=64; chat_prefix_len=512; chat_turns=4; chat_len=32; baseline_args=""; baseline=0
+warmup=16; prefix_len=1024; prefix_in=64; chat_prefix_len=512; chat_turns=4; chat_len=32; baseline_args=""; baseline=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -71,13 +74,14 @@ while [ $# -gt 0 ]; do
     --cells) cells="$2"; shift 2 ;;
     --grpc) llmserve_api=grpc; shift ;;
     --prefix-len) prefix_len="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
     --prefix-input-len) prefix_in="$2"; shift 2 ;;
     --chat-prefix-len) chat_prefix_len="$2"; shift 2 ;;
     --chat-turns) chat_turns="$2"; shift 2 ;;
     --chat-len) chat_len="$2"; shift 2 ;;
     --baseline-args) baseline_args="$2"; baseline=1; shift 2 ;;
     --label) label="$2"; shift 2 ;;
-    -h|--help) sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -189,13 +193,13 @@ run_cells() {  # $1 server, $2 round
     *",prefix,"*)
       echo "### $1 round $2 prefix $prefix_len + $prefix_in"
       bench "$1" "$2" prefix --concurrency 16 --requests "$requests" --shared-prefix-len "$prefix_len" \
-        --input-len "$prefix_in" --output-len "$out_len" ;;
+        --input-len "$prefix_in" --output-len "$out_len" --warmup-requests "$warmup" ;;
   esac
   case ",$cells," in
     *",chat4,"*)  # its own seed: a system prompt other than the prefix cell's
       echo "### $1 round $2 chat $chat_turns turns"
       bench "$1" "$2" chat4 --concurrency 16 --requests 16 --turns "$chat_turns" --shared-prefix-len "$chat_prefix_len" \
-        --input-len "$chat_len" --output-len "$chat_len" --seed 1 ;;
+        --input-len "$chat_len" --output-len "$chat_len" --seed 1 --warmup-requests "$warmup" ;;
   esac
   stop_server
 }

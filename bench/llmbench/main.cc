@@ -96,6 +96,9 @@ std::map<std::string, Flag> Flags(BenchOptions* o) {
                              &o->connect.api_key_file);
   f["channels"] = Int("gRPC channels (connections); calls round-robin over them (1)", &o->channels);
   f["requests"] = Int("requests to send; with --turns K > 1 conversations, of K requests each (32)", &o->requests);
+  f["warmup-requests"] = Int("requests (conversations) of the same workload sent first, at the same concurrency and "
+                             "left out of the report, e.g. so that a shared prefix is in the server's cache (0)",
+                             &o->warmup_requests);
   f["concurrency"] = Int("streams in flight: closed loop size, or the open loop's cap (0 = none); with --turns > 1 "
                          "conversations in flight (8)",
                          &o->concurrency);
@@ -265,10 +268,28 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   std::mt19937_64 rng(o.seed);
-  auto requests = llmbench::BuildRequests(o, limits, prompts, &rng);
+  // The warm-up is the first --warmup-requests of one workload (so it shares the measured
+  // requests' prefix), run to the end before the measured ones start.
+  llmbench::BenchOptions all = o;
+  all.requests = o.warmup_requests + o.requests;
+  auto requests = llmbench::BuildRequests(all, limits, prompts, &rng);
   if (!requests.ok()) {
     std::cerr << "llmbench: " << requests.status().message() << "\n";
     return kExitProblems;
+  }
+  int warmup_failed = 0;
+  if (o.warmup_requests > 0) {
+    llmbench::BenchOptions warm = o;
+    warm.requests = o.warmup_requests;
+    warm.rate = 0;
+    warm.progress = 0;
+    const auto split = requests->begin() + static_cast<std::ptrdiff_t>(o.warmup_requests) * o.turns;
+    std::vector<v1::GenerateRequest> first(requests->begin(), split);
+    requests->erase(requests->begin(), split);
+    const llmbench::RunResult warmup =
+        llmbench::RunRequests(warm, *backend, std::move(first), std::vector<double>(o.warmup_requests, 0.0));
+    for (const llmbench::RequestResult& r : warmup.results) warmup_failed += r.code == grpc::StatusCode::OK ? 0 : 1;
+    std::cerr << "llmbench: warm-up: " << warmup.results.size() << " requests, " << warmup_failed << " failed\n";
   }
   const std::vector<double> arrivals = llmbench::PoissonArrivals(o.requests, o.rate, &rng);
 
@@ -286,9 +307,9 @@ int main(int argc, char** argv) {
     std::cerr << "llmbench: cannot write " << o.jsonl_path << "\n";
     code = kExitProblems;
   }
-  const int problems = llmbench::ProblemCount(report);
+  const int problems = llmbench::ProblemCount(report) + warmup_failed;
   if (problems > 0) {
-    std::cerr << "llmbench: " << report["requests"]["failed"].get<int>() << " failed, "
+    std::cerr << "llmbench: " << report["requests"]["failed"].get<int>() + warmup_failed << " failed, "
               << report["requests"]["mismatches"].get<int>() << " mismatched request(s)"
               << (o.allow_failures ? " (allowed)" : "") << "\n";
     if (!o.allow_failures) code = kExitProblems;

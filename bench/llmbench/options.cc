@@ -38,6 +38,7 @@ absl::Status BenchOptions::Validate() const {
   if (addr.empty()) return bad("addr", "must be HOST:PORT");
   if (channels < 1 || channels > 64) return bad("channels", "must be in [1, 64]");
   if (requests < 1) return bad("requests", "must be >= 1");
+  if (warmup_requests < 0) return bad("warmup-requests", "must be >= 0");
   if (concurrency < 0) return bad("concurrency", "must be >= 0");
   if (closed_loop() && concurrency < 1) return bad("concurrency", "must be >= 1 without --rate (closed loop)");
   if (!std::isfinite(rate) || rate < 0) return bad("rate", "must be a number >= 0 (0 = closed loop)");

@@ -29,6 +29,7 @@ struct BenchOptions {
   int channels = 1;                      // gRPC channels (separate connections), calls round-robin
   llmserve::client::ConnectOptions connect;  // gRPC and openai: TLS, client certificate, API key
   int requests = 32;                     // requests (with --turns > 1: conversations) to send in total
+  int warmup_requests = 0;               // sent first, same workload and concurrency, not measured
   int concurrency = 8;                   // max streams (conversations) in flight; 0 = unlimited (open loop only)
   double rate = 0;                       // open loop: Poisson arrivals per second; 0 = closed loop
   int input_len = 128;                   // prompt tokens (random-token prompts)

@@ -75,6 +75,7 @@ json ConfigJson(const BenchOptions& o) {
   json j = {{"addr", o.addr},
             {"channels", o.channels},
             {"requests", o.requests},
+            {"warmup_requests", o.warmup_requests},
             {"mode", o.closed_loop() ? "closed" : "open"},
             {"concurrency", o.concurrency},
             {"rate", o.rate},
@@ -235,6 +236,9 @@ void PrintTable(const json& r, std::FILE* out) {
                c["turns"].get<int>() > 1 ? "conversations" : "requests", mode.c_str(), c["input_len"].get<int>(),
                c["output_len"].get<int>(), c["len_dist"].get<std::string>().c_str(),
                c["ignore_eos"].get<bool>() ? ", ignore EOS" : "");
+  if (c.value("warmup_requests", 0) > 0) {
+    std::fprintf(out, "%-28s %d before the run, not measured\n", "Warm-up:", c["warmup_requests"].get<int>());
+  }
   if (c["shared_prefix_len"].get<int>() > 0 || c["turns"].get<int>() > 1) {
     std::fprintf(out, "%-28s shared prefix %d tokens, %d turn(s)%s\n", "Prefix / turns:",
                  c["shared_prefix_len"].get<int>(), c["turns"].get<int>(),

@@ -317,6 +317,26 @@ TEST_F(LlmbenchDemoTest, OpenAiBackendOverHttpReportsEveryRequestAndToken) {
   EXPECT_GT(turns["cached_tokens"].get<int>(), 0);
 }
 
+// --warmup-requests: sent first and left out of the report; with a shared prefix every
+// measured request then finds the prefix cached (its own salt: no other test's blocks).
+TEST_F(LlmbenchDemoTest, WarmupRequestsAreSentFirstAndNotReported) {
+  ProcessResult p;
+  const json r = RunLlmbench({"--addr", server_->address(), "--warmup-requests", "2", "--requests", "4",
+                              "--concurrency", "2", "--shared-prefix-len", "64", "--input-len", "8",
+                              "--output-len", "4", "--ignore-eos", "--cache-salt", "warmup"},
+                             &p);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  ASSERT_TRUE(r.is_object()) << p.out;
+  EXPECT_EQ(r["config"]["warmup_requests"], 2);
+  EXPECT_EQ(r["requests"]["total"], 4);
+  EXPECT_EQ(r["requests"]["ok"], 4);
+  EXPECT_EQ(r["generated_tokens"], 16);
+  EXPECT_EQ(r["prompt_tokens"], 4 * 72);
+  EXPECT_GE(r["cached_tokens"].get<int>(), 4 * 64) << "the warm-up left the 64-token prefix cached";
+  EXPECT_NE(p.err.find("warm-up: 2 requests, 0 failed"), std::string::npos) << p.err;
+  EXPECT_NE(p.out.find("Warm-up:"), std::string::npos) << p.out;
+}
+
 TEST_F(LlmbenchDemoTest, TurnsWithASharedPrefixReportPerTurnAndCacheFigures) {
   ProcessResult p;
   const json r = RunLlmbench({"--addr", server_->address(), "--requests", "4", "--concurrency", "2",
