@@ -25,10 +25,10 @@
 # steady state of a server whose prefix is already cached, not its first cold prefill, which
 # would otherwise be half of a 32-request run. llama-server gets "cache_prompt": true in these cells (its slot reuses
 # the longest common prefix of its previous prompt), false in the others. A conversation's
-# next turn carries the ids the last one generated, which llama-server's OpenAI endpoint does
-# not return: llama-server's chat4 cell alone runs through its own /completion endpoint
-# (--backend llamacpp, "return_tokens": true); every other cell, and llmserve's chat4, is
-# the OpenAI client. --grpc runs llmserve's cells over gRPC instead (the HTTP path's cost).
+# next turn carries the ids the last one generated: llmserve returns them in each chunk
+# ("return_token_ids"), llama-server in each chunk's "__verbose" (llmbench asks with
+# "verbose": true when --turns > 1). --grpc runs llmserve's cells over gRPC instead (the
+# HTTP path's cost).
 # --baseline-args "ARGS" adds a third server each round, llmserve-base: llmserve with ARGS
 # appended (e.g. --baseline-args "--prefix-caching off"), reported as llmserve / llmserve-base.
 # Each round starts one server, warms it up (2 short requests), runs every cell, stops it,
@@ -163,8 +163,6 @@ bench() {  # $1 server, $2 round, $3 cell, then llmbench flags
   local server="$1" round="$2" cell="$3"; shift 3
   local backend=(--backend openai --addr "$http_addr" --vocab "$vocab")
   if [ "$server" = llamacpp ]; then
-    # The OpenAI endpoint returns no token ids, which chat4's turns are built from.
-    if [ "$cell" = chat4 ]; then backend=(--backend llamacpp --addr "$http_addr" --vocab "$vocab"); fi
     backend+=(--ban-ids 3-258)
     case "$cell" in prefix|chat4) backend+=(--llamacpp-cache-prompt) ;; esac
   elif [ "$llmserve_api" = grpc ]; then

@@ -33,21 +33,13 @@ std::unique_ptr<Backend> MakeGrpcBackend(const BenchOptions& options, llmserve::
 
 // An OpenAI-compatible server: POST /v1/completions with "stream": true,
 // stream_options.include_usage, "return_token_ids": true (the ids each chunk carries; else
-// one token per chunk), the prompt as token ids, max_tokens, ignore_eos, the sampling
+// llama-server's "__verbose".tokens, asked with "verbose": true when --turns > 1; else one
+// token per chunk), the prompt as token ids, max_tokens, ignore_eos, the sampling
 // fields, cache_salt, "cache_prompt": options.llamacpp_cache_prompt (llama.cpp's; others
 // ignore it), logit_bias -100 for options.ban_ids, "Authorization: Bearer <api_key>" when
 // given, TLS with options.connect's files; one thread and connection per stream. "model" is
 // the first id of GET /v1/models. A request is OK when the HTTP status is 200 and the usage
 // arrives; --turns > 1 also needs the ids.
 std::unique_ptr<Backend> MakeOpenAiBackend(const BenchOptions& options, std::string api_key);
-
-// llama.cpp's llama-server: POST /completion with "stream": true, the prompt as token ids,
-// n_predict = max_tokens, ignore_eos, the sampling fields, "return_tokens": true (the ids
-// of each event are the result's ids), "cache_prompt": options.llamacpp_cache_prompt, and
-// logit_bias false for options.ban_ids; one thread and connection per stream. cache_salt
-// is not sent (llama.cpp has none). A request is OK when the HTTP status is 200 and the
-// stream ends with its "stop" event; the event's tokens_predicted / tokens_evaluated /
-// timings.cache_n are the usage's completion / prompt / cached tokens.
-std::unique_ptr<Backend> MakeLlamaCppBackend(const BenchOptions& options);
 
 }  // namespace llmbench

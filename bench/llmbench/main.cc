@@ -1,8 +1,7 @@
 // llmbench: load generator for llmserve over gRPC (like vLLM's serving benchmark), with
 // --backend openai for any OpenAI-compatible server over HTTP (llmserve's HTTP API,
-// llama.cpp's llama-server, vLLM: streaming /v1/completions), and with --backend llamacpp for
-// llama-server's own /completion endpoint, so that all are measured by the same code
-// (bench/run_peer_bench.sh).
+// llama.cpp's llama-server, vLLM: streaming /v1/completions), so that all are measured by
+// the same code (bench/run_peer_bench.sh).
 //
 //   llmbench --addr HOST:PORT [--concurrency N | --rate R [--concurrency N]] [--requests N]
 //            [--input-len N] [--output-len N] [--len-dist fixed|uniform|exponential]
@@ -74,9 +73,9 @@ Flag Switch(const char* help, bool* to) {
 std::map<std::string, Flag> Flags(BenchOptions* o) {
   std::map<std::string, Flag> f;
   f["backend"] = String("grpc (llmserve), openai (any OpenAI-compatible server: HTTP /v1/completions, e.g. "
-                        "llmserve --http-port or llama-server) or llamacpp (llama-server's /completion) (grpc)",
+                        "llmserve --http-port, llama-server or vLLM) (grpc)",
                         &o->backend);
-  f["ban-ids"] = {"openai, llamacpp: FIRST-LAST, ids the server may never sample (logit_bias), e.g. 3-258 for the "
+  f["ban-ids"] = {"openai: FIRST-LAST, ids the server may never sample (logit_bias), e.g. 3-258 for the "
                   "byte tokens of a random-weight model, on whose partial UTF-8 llama-server aborts a stream",
                   true, [o](const std::string& v) {
                     const size_t dash = v.find('-');
@@ -113,9 +112,9 @@ std::map<std::string, Flag> Flags(BenchOptions* o) {
                    "the report adds per-turn TTFT and cache hit rate (1)",
                    &o->turns);
   f["cache-salt"] = String("gRPC, openai: the cache_salt of every request (requests with different salts share "
-                           "no cached prefix); llamacpp ignores it ('')",
+                           "no cached prefix) ('')",
                            &o->cache_salt);
-  f["llamacpp-cache-prompt"] = Switch("llamacpp, openai: send \"cache_prompt\": true (llama.cpp reuses a slot's "
+  f["llamacpp-cache-prompt"] = Switch("openai: send \"cache_prompt\": true (llama.cpp reuses a slot's "
                                       "cached prompt prefix; other servers ignore it); default false",
                                       &o->llamacpp_cache_prompt);
   f["len-dist"] = {"fixed, uniform ([N(1-r), N(1+r)]) or exponential (mean N, clamped to [1, 10N]) (fixed)", true,
@@ -246,9 +245,8 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   std::unique_ptr<llmbench::Backend> backend =
-      o.backend == "llamacpp" ? llmbench::MakeLlamaCppBackend(o)
-      : o.backend == "openai" ? llmbench::MakeOpenAiBackend(o, connection->api_key)
-                              : llmbench::MakeGrpcBackend(o, *std::move(connection));
+      o.backend == "openai" ? llmbench::MakeOpenAiBackend(o, connection->api_key)
+                            : llmbench::MakeGrpcBackend(o, *std::move(connection));
   std::string error;
   const std::optional<v1::ModelInfo> model = backend->ModelInfo(&error);
   llmbench::ModelLimits limits;

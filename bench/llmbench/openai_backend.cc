@@ -4,8 +4,10 @@
 // "data: [DONE]" last).
 //
 // Tokens per chunk: the chunk's "token_ids" when the server returns them (llmserve and
-// vLLM, asked with "return_token_ids": true), else one per chunk that carries a choice
-// (llama.cpp streams one token per chunk). The request ends with the usage (asked with
+// vLLM, asked with "return_token_ids": true); else llama.cpp's "__verbose".tokens, which
+// llama-server adds to each chunk when asked with "verbose": true (sent only when the
+// workload needs the ids: --turns > 1 builds each turn from the previous answer's ids);
+// else one per chunk that carries a choice (llama.cpp streams one token per chunk). The request ends with the usage (asked with
 // stream_options.include_usage; llama.cpp sends it in its last chunk): completion and
 // prompt tokens, cached tokens from usage.prompt_tokens_details.cached_tokens or llama.cpp's
 // timings.cache_n.
@@ -42,6 +44,7 @@ std::string RequestBody(const v1::GenerateRequest& r, const BenchOptions& o, con
   j["stream"] = true;
   j["stream_options"] = {{"include_usage", true}};
   j["return_token_ids"] = true;
+  if (o.turns > 1) j["verbose"] = true;  // llama-server: the ids in each chunk's "__verbose"
   j["ignore_eos"] = r.ignore_eos();
   j["temperature"] = r.has_temperature() ? r.temperature() : 1.0f;
   if (r.has_top_k()) j["top_k"] = r.top_k();
@@ -55,6 +58,14 @@ std::string RequestBody(const v1::GenerateRequest& r, const BenchOptions& o, con
     j["logit_bias"] = std::move(bias);
   }
   return j.dump();
+}
+
+// llama-server's per-chunk token ids ("__verbose": {"tokens": [...]}), or null.
+const json* VerboseTokens(const json& ev) {
+  const auto v = ev.find("__verbose");
+  if (v == ev.end() || !v->is_object()) return nullptr;
+  const auto t = v->find("tokens");
+  return t != v->end() && t->is_array() ? &*t : nullptr;
 }
 
 // A client for host:port; over TLS with o.connect's CA and client certificate.
@@ -168,6 +179,10 @@ class OpenAiBackend final : public Backend {
               got_ids = true;
               for (const json& id : c["token_ids"]) r.ids.push_back(id.is_number_integer() ? id.get<int32_t>() : -1);
               ids += static_cast<int>(c["token_ids"].size());
+            } else if (const json* verbose = VerboseTokens(ev); verbose != nullptr) {
+              got_ids = true;
+              for (const json& id : *verbose) r.ids.push_back(id.is_number_integer() ? id.get<int32_t>() : -1);
+              ids += static_cast<int>(verbose->size());
             } else if (!has_usage && c.value("finish_reason", json()).is_null()) {
               ++ids;  // one token per chunk
             }
@@ -228,7 +243,7 @@ class OpenAiBackend final : public Backend {
       r.error = "the stream ended without its usage";
     } else if (o_.turns > 1 && !got_ids && r.tokens > 0) {
       r.code = grpc::StatusCode::INTERNAL;
-      r.error = "the server returned no token ids (return_token_ids), which --turns > 1 needs";
+      r.error = "the server returned no token ids (return_token_ids, or llama.cpp's verbose), which --turns > 1 needs";
     } else {
       r.code = grpc::StatusCode::OK;
     }

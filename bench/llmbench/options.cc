@@ -26,11 +26,11 @@ const char* LengthDistName(LengthDist dist) {
 }
 
 absl::Status BenchOptions::Validate() const {
-  if (backend != "grpc" && backend != "openai" && backend != "llamacpp") {
-    return absl::InvalidArgumentError("--backend must be grpc, openai or llamacpp");
+  if (backend != "grpc" && backend != "openai") {
+    return absl::InvalidArgumentError("--backend must be grpc or openai");
   }
   if (ban_first >= 0 && backend == "grpc") {
-    return absl::InvalidArgumentError("--ban-ids is only sent over HTTP (--backend openai or llamacpp)");
+    return absl::InvalidArgumentError("--ban-ids is only sent over HTTP (--backend openai)");
   }
   auto bad = [](const char* flag, const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
@@ -76,7 +76,7 @@ absl::Status BenchOptions::ValidatePrefixAndTurns() const {
   }
   if (cache_salt.size() > 256) return bad("cache-salt", "must be at most 256 bytes");
   if (llamacpp_cache_prompt && backend == "grpc") {
-    return bad("llamacpp-cache-prompt", "is only sent over HTTP (--backend openai or llamacpp)");
+    return bad("llamacpp-cache-prompt", "is only sent over HTTP (--backend openai)");
   }
   return absl::OkStatus();
 }

@@ -24,7 +24,7 @@ std::optional<LengthDist> ParseLengthDist(const std::string& name);
 const char* LengthDistName(LengthDist dist);
 
 struct BenchOptions {
-  std::string backend = "grpc";          // "grpc" (llmserve), "openai" (/v1/completions) or "llamacpp" (/completion)
+  std::string backend = "grpc";          // "grpc" (llmserve) or "openai" (/v1/completions)
   std::string addr = "127.0.0.1:50051";  // server HOST:PORT
   int channels = 1;                      // gRPC channels (separate connections), calls round-robin
   llmserve::client::ConnectOptions connect;  // gRPC and openai: TLS, client certificate, API key
@@ -44,7 +44,7 @@ struct BenchOptions {
   int token_offset = 3;                  // random ids drawn from [token_offset, vocab)
   int vocab = 0;                         // 0 = GetModelInfo's vocab_size
   bool ignore_eos = false;
-  int ban_first = -1, ban_last = -1;     // llamacpp, openai: ids [first, last] are banned (logit_bias); -1 = none
+  int ban_first = -1, ban_last = -1;     // openai: ids [first, last] are banned (logit_bias); -1 = none
   std::optional<float> temperature = 0.0f;  // greedy unless given
   std::optional<int> top_k;
   std::optional<float> top_p;

@@ -1,12 +1,15 @@
 // llmbench: its statistics and workload pieces, then the real binary against the real
-// llmserve on the demo model (closed and open loop), and against a dead port.
+// llmserve on the demo model (closed and open loop), against a stand-in for llama-server's
+// OpenAI endpoint, and against a dead port.
 #include <unistd.h>
 
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -15,6 +18,7 @@
 #include "bench/llmbench/stats.h"
 #include "bench/llmbench/workload.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/server_process.h"
 #include "tests/util/subprocess.h"
@@ -202,8 +206,8 @@ TEST(LlmbenchOptionsTest, PrefixAndTurnsRefuseWhatTheyCannotDo) {
   o.prompts_file.clear();
   EXPECT_TRUE(o.Validate().ok()) << o.Validate();
   o.llamacpp_cache_prompt = true;
-  EXPECT_FALSE(o.Validate().ok()) << "--llamacpp-cache-prompt without --backend llamacpp";
-  o.backend = "llamacpp";
+  EXPECT_FALSE(o.Validate().ok()) << "--llamacpp-cache-prompt over gRPC";
+  o.backend = "openai";
   EXPECT_TRUE(o.Validate().ok()) << o.Validate();
   o.turns = 0;
   EXPECT_FALSE(o.Validate().ok());
@@ -385,6 +389,76 @@ TEST_F(LlmbenchDemoTest, OpenLoopWithTextPromptsAndDashedOrUnderscoredFlags) {
   EXPECT_LE(r["generated_tokens"].get<int>(), 10 * 9) << "uniform output lengths in [3, 9]";
   EXPECT_GT(r["prompt_tokens"].get<int>(), 0);
   ExpectOrdered(r, "e2e_s");
+}
+
+// llama-server's streaming /v1/completions as b10573 writes it: no token_ids; one token per
+// chunk, whose id is in "__verbose".tokens when the request asked "verbose": true; the last
+// chunk has the finish reason, the usage and "timings". Multi-turn conversations are built
+// from those ids: each turn's prompt is the last prompt, the ids it generated, then new ids.
+TEST(LlmbenchLlamaCppTest, OpenAiBackendTakesTheIdsFromVerboseChunks) {
+  httplib::Server fake;
+  std::mutex mu;
+  std::vector<json> bodies;
+  fake.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"object":"list","data":[{"id":"fake.gguf","object":"model"}]})", "application/json");
+  });
+  fake.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) {
+    const json body = json::parse(req.body);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      bodies.push_back(body);
+    }
+    const int prompt = static_cast<int>(body["prompt"].size());
+    const int n = body["max_tokens"].get<int>();
+    const bool verbose = body.value("verbose", false);
+    std::string out;
+    for (int i = 0; i < n; ++i) {
+      json chunk = {{"choices", {{{"text", "x"}, {"index", 0}, {"finish_reason", nullptr}}}},
+                    {"object", "text_completion"}};
+      if (verbose) chunk["__verbose"] = {{"tokens", {1000 + prompt + i}}, {"content", "x"}};
+      out += "data: " + chunk.dump() + "\n\n";
+    }
+    json last = {{"choices", {{{"text", ""}, {"index", 0}, {"finish_reason", "length"}}}},
+                 {"usage", {{"completion_tokens", n}, {"prompt_tokens", prompt}}},
+                 {"timings", {{"cache_n", prompt / 2}}}};
+    if (verbose) last["__verbose"] = {{"tokens", json::array()}};
+    out += "data: " + last.dump() + "\n\ndata: [DONE]\n\n";
+    res.set_content(out, "text/event-stream");
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serve([&] { fake.listen_after_bind(); });  // the port already listens: clients queue
+  ProcessResult p;
+  const json r = RunLlmbench({"--backend", "openai", "--addr", absl::StrCat("127.0.0.1:", port), "--vocab", "500",
+                              "--requests", "2", "--concurrency", "1", "--shared-prefix-len", "16", "--input-len",
+                              "8", "--output-len", "4", "--turns", "3", "--ignore-eos"},
+                             &p);
+  fake.stop();
+  serve.join();
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  ASSERT_TRUE(r.is_object()) << p.out;
+  EXPECT_EQ(r["requests"]["ok"], 6);
+  EXPECT_EQ(r["generated_tokens"], 24);
+  EXPECT_EQ(r["prompt_tokens"], 2 * (24 + 36 + 48));
+  EXPECT_EQ(r["cached_tokens"], 2 * (12 + 18 + 24)) << "llama.cpp's timings.cache_n";
+  ASSERT_EQ(bodies.size(), 6u);
+  // Concurrency 1: conversation A's three turns, then B's.
+  for (int conv = 0; conv < 2; ++conv) {
+    for (int turn = 1; turn < 3; ++turn) {
+      SCOPED_TRACE(absl::StrCat("conversation ", conv, " turn ", turn + 1));
+      const json& before = bodies[static_cast<size_t>(conv * 3 + turn - 1)];
+      const json& now = bodies[static_cast<size_t>(conv * 3 + turn)];
+      EXPECT_EQ(now["verbose"], true);
+      const std::vector<int> a = before["prompt"].get<std::vector<int>>();
+      const std::vector<int> b = now["prompt"].get<std::vector<int>>();
+      ASSERT_EQ(b.size(), a.size() + 4 + 8);
+      EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin())) << "the last prompt opens the next";
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(b[a.size() + static_cast<size_t>(i)], 1000 + static_cast<int>(a.size()) + i)
+            << "the ids the last turn generated, from __verbose";
+      }
+    }
+  }
 }
 
 TEST(LlmbenchDeadServerTest, FailuresAreCountedByCodeAndExitNonZero) {
