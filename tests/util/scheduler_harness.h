@@ -112,7 +112,9 @@ inline void CheckInvariants(const Scheduler& sched, const std::string& where) {
   EXPECT_TRUE(own.ok()) << own;
   EXPECT_EQ(pool.num_used() + pool.num_free() + pool.num_cached(), pool.num_total());
   EXPECT_EQ(pool.num_total(), cfg.num_blocks);
-  if (!cfg.prefix_caching) EXPECT_EQ(pool.num_cached(), 0);
+  if (!cfg.prefix_caching) {
+    EXPECT_EQ(pool.num_cached(), 0);
+  }
   EXPECT_LE(sched.num_running(), cfg.max_running);
   const std::vector<const Sequence*> seqs = sched.Sequences();
   EXPECT_EQ(static_cast<int32_t>(seqs.size()), sched.num_running() + sched.num_waiting());
@@ -142,7 +144,9 @@ inline void CheckInvariants(const Scheduler& sched, const std::string& where) {
       const int32_t b = s.block_table[j];
       EXPECT_TRUE(b >= 0 && b < pool.num_total()) << "block " << b;
       ++holders[b];
-      if (static_cast<int32_t>(j) >= s.num_registered_blocks) EXPECT_EQ(pool.ref_count(b), 1) << "block " << b;
+      if (static_cast<int32_t>(j) >= s.num_registered_blocks) {
+        EXPECT_EQ(pool.ref_count(b), 1) << "block " << b;
+      }
     }
   }
   for (const auto& [b, n] : holders) EXPECT_EQ(pool.ref_count(b), n) << "block " << b;
