@@ -5,13 +5,14 @@
 #   podman build --format docker -t llmserve .        # scripts/container-test.sh does this
 #   docker build -t llmserve .
 # Run (models are mounted at run time, read-only, at /models):
-#   podman run --rm -p 50051:50051 -p 9400:9400 -v /path/to/models:/models:ro llmserve \
-#       --model /models/stories15M.bin --tokenizer /models/tokenizer.bin
+#   podman run --rm -p 50051:50051 -p 8000:8000 -p 9400:9400 -v /path/to/models:/models:ro llmserve \
+#       --model /models/stories15M.bin --tokenizer /models/tokenizer.bin --http-port 8000
 # With no --model it serves the built-in demo model (meaningless text).
 #
 # Arguments after the image name are llmserve flags (`llmserve --help`; docs/OPERATIONS.md):
 #   --model PATH --tokenizer PATH --model-name NAME   what to serve (under /models)
 #   --port 50051 --metrics-port 9400 --host 0.0.0.0   gRPC and Prometheus /metrics ports
+#   --http-port 8000 (0 = off, the default)           the OpenAI-compatible HTTP API
 #   --threads N (0 = all cores) --kv-cache-bytes 2G --max-running 64 --max-waiting 256 ...
 #   --drain-timeout 30   seconds SIGTERM waits for in-flight streams; keep the stop timeout
 #                        (docker stop -t, k8s terminationGracePeriodSeconds) longer than it.
@@ -75,14 +76,14 @@ COPY --from=builder /out/llmserve /out/llmctl /usr/local/bin/
 LABEL org.opencontainers.image.title="llmserve" \
       io.llmserve.build=runtime \
       org.opencontainers.image.description="CPU LLM gRPC streaming server (llmserve.v1.LlmService, grpc.health.v1, Prometheus metrics)" \
-      io.llmserve.ports="50051/tcp gRPC (--port), 9400/tcp Prometheus /metrics (--metrics-port)" \
+      io.llmserve.ports="50051/tcp gRPC (--port), 8000/tcp OpenAI-compatible HTTP API (--http-port 8000), 9400/tcp Prometheus /metrics (--metrics-port)" \
       io.llmserve.volume.models="/models: model files, mounted read-only; pass --model /models/..." \
       io.llmserve.env.LLMSERVE_ADDR="address llmctl and the HEALTHCHECK use (default 127.0.0.1:50051)" \
       io.llmserve.usage="args are llmserve flags: llmserve --help; see docs/OPERATIONS.md"
 
 ENV LLMSERVE_ADDR=127.0.0.1:50051
 VOLUME ["/models"]
-EXPOSE 50051/tcp 9400/tcp
+EXPOSE 50051/tcp 8000/tcp 9400/tcp
 USER 10001:10001
 # llmctl health exits 0 only when grpc.health.v1 says SERVING (not while loading or draining).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \

@@ -4,12 +4,13 @@
 #      from Debian's packages with debootstrap + `podman import` (never `podman pull`);
 #   2. `podman build` of the Dockerfile (layer cache + ccache cache mount: a rerun is fast);
 #   3. runs the image with the stories260K model mounted read-only at /models, waits for
-#      the image's HEALTHCHECK to pass, streams a completion with the image's llmctl;
+#      the image's HEALTHCHECK to pass, streams a completion with the image's llmctl and
+#      one through the OpenAI-compatible HTTP API (curl), scrapes /metrics;
 #   4. `podman stop` (SIGTERM) and checks the exit code is 0 (clean drain).
 # Usage: scripts/container-test.sh            (as root; the CI runs it from scripts/deploy-test.sh)
 # Env: LLMSERVE_TEST_ASSETS (default ../shared; missing → skip, or fail when CI=true),
-#      LLMSERVE_IMAGE (default localhost/llmserve:test), CT_PORT / CT_METRICS_PORT
-#      (host-network ports, default 50961 / 9461). Sources scripts/podman-env.sh.
+#      LLMSERVE_IMAGE (default localhost/llmserve:test), CT_PORT / CT_METRICS_PORT /
+#      CT_HTTP_PORT (host-network ports, default 50961 / 9461 / 8461). Sources scripts/podman-env.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/podman-env.sh
@@ -17,6 +18,7 @@ source scripts/podman-env.sh
 IMAGE="${LLMSERVE_IMAGE:-localhost/llmserve:test}"
 PORT="${CT_PORT:-50961}"
 MPORT="${CT_METRICS_PORT:-9461}"
+HPORT="${CT_HTTP_PORT:-8461}"
 NAME="llmserve-ct-$$"
 ASSETS="${LLMSERVE_TEST_ASSETS:-../shared}"
 MODELS="$ASSETS/models/llama2c"
@@ -40,11 +42,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "container-test: run $IMAGE on 127.0.0.1:$PORT (metrics $MPORT)"
+echo "container-test: run $IMAGE on 127.0.0.1:$PORT (metrics $MPORT, HTTP API $HPORT)"
 podman run -d --name "$NAME" --network host \
   -v "$MODELS:/models:ro" -e "LLMSERVE_ADDR=127.0.0.1:$PORT" \
   "$IMAGE" --model /models/stories260K.bin --tokenizer /models/tok512.bin \
-  --host 127.0.0.1 --port "$PORT" --metrics-port "$MPORT" --threads 1 \
+  --host 127.0.0.1 --port "$PORT" --metrics-port "$MPORT" --http-port "$HPORT" --threads 1 \
   --kv-cache-bytes 64M --drain-timeout 10 >/dev/null 2>"$PODMAN_ENV_DIR/run-$$.log" || {
   cat "$PODMAN_ENV_DIR/run-$$.log" >&2; exit 1; }
 
@@ -83,6 +85,15 @@ if [ "$(printf '%s' "$out" | tr -d '[:space:]' | wc -c)" -lt 10 ]; then
   echo "container-test: FAIL: completion is (nearly) empty" >&2
   exit 1
 fi
+
+# The same through the OpenAI-compatible HTTP API, streamed (server-sent events).
+sse="$(curl -sSN --max-time 60 "http://127.0.0.1:$HPORT/v1/completions" -H 'Content-Type: application/json' \
+  -d '{"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0, "stream": true}')"
+if ! grep -q '"text_completion"' <<< "$sse" || [ "$(tail -n 1 <<< "$sse")" != "data: [DONE]" ]; then
+  echo "container-test: FAIL: the HTTP API's stream: ${sse:0:300}" >&2
+  exit 1
+fi
+echo "container-test: HTTP API: $(grep -c '^data: {' <<< "$sse") events, then [DONE]"
 
 # The metrics endpoint answers from inside the network namespace (host network).
 metrics="$(podman exec "$NAME" bash -c "exec 3<>/dev/tcp/127.0.0.1/$MPORT && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && cat <&3")"

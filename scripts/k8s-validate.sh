@@ -11,12 +11,13 @@
 #      a broken Deployment must be rejected (the validator can fail);
 #   3. `podman kube play` runs the rendered Deployment as 2 single-replica pods on the host
 #      network (distinct ports, model mounted from LLMSERVE_TEST_ASSETS), both must report
-#      SERVING through `llmctl health`; then `podman kube down`.
+#      SERVING through `llmctl health` and answer GET /health on their HTTP API port; then
+#      `podman kube down`.
 # Usage: scripts/k8s-validate.sh [--no-play]   (step 3 needs the image that
 #        scripts/container-test.sh builds: LLMSERVE_IMAGE, default localhost/llmserve:test)
 # Env: LLMSERVE_KUBECTL: unset or "auto" = `kubectl` on PATH, else the npm copy; "npm" = the
 #      npm copy (tests the fresh-machine path); anything else = that kubectl command.
-#      KP_PORTS (default "50981:9481 50982:9482"), LLMSERVE_TEST_ASSETS, CI.
+#      KP_PORTS (default "50981:9481:8481 50982:9482:8482", gRPC:metrics:HTTP), LLMSERVE_TEST_ASSETS, CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -117,7 +118,7 @@ if [ ! -f "$MODELS/stories260K.bin" ] || ! podman image exists "$IMAGE"; then
   exit 0
 fi
 MODELS="$(cd "$MODELS" && pwd)"
-read -r -a PAIRS <<< "${KP_PORTS:-50981:9481 50982:9482}"
+read -r -a PAIRS <<< "${KP_PORTS:-50981:9481:8481 50982:9482:8482}"   # gRPC:metrics:HTTP
 node "$VDIR/kube-play.mjs" "$RENDERED" "$IMAGE" "$MODELS" /models/stories260K.bin /models/tok512.bin \
   "${PAIRS[@]}" > "$PLAYFILE"
 podman kube play "$PLAYFILE" > "$WORK/play.log" 2>&1 || { cat "$WORK/play.log" >&2; exit 1; }
@@ -137,7 +138,12 @@ for pair in "${PAIRS[@]}"; do
     for c in $(podman ps -a --format '{{.Names}}' | grep -- '-llmserve$' || true); do podman logs "$c" 2>&1 | tail -20 >&2; done
     exit 1
   fi
-  echo "k8s-validate: kube play replica 127.0.0.1:$port SERVING"
+  http_port="${pair##*:}"
+  if ! curl -sf --max-time 5 "http://127.0.0.1:$http_port/health" >/dev/null; then
+    echo "k8s-validate: FAIL: kube play replica's HTTP API (127.0.0.1:$http_port/health) does not answer" >&2
+    exit 1
+  fi
+  echo "k8s-validate: kube play replica 127.0.0.1:$port SERVING, HTTP API on $http_port"
 done
 podman kube down "$PLAYFILE" >/dev/null
 rm -f "$PLAYFILE.up"

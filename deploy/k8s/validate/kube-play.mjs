@@ -4,13 +4,13 @@
 // the model PVC replaced by a read-only hostPath, the image set, and $(VAR) references in
 // args resolved from the ConfigMap (as the kubelet does). gRPC probes and preStop hooks
 // are dropped: podman does not run them; the caller checks health with `llmctl health`.
-// Usage: node kube-play.mjs RENDERED.yaml IMAGE MODELS_DIR MODEL TOKENIZER PORT:METRICS...
+// Usage: node kube-play.mjs RENDERED.yaml IMAGE MODELS_DIR MODEL TOKENIZER PORT:METRICS:HTTP...
 import { readFileSync } from "node:fs";
 import { parseAllDocuments, stringify } from "yaml";
 
 const [file, image, modelsDir, model, tokenizer, ...portPairs] = process.argv.slice(2);
 if (!file || !image || !modelsDir || portPairs.length === 0) {
-  console.error("usage: node kube-play.mjs RENDERED.yaml IMAGE MODELS_DIR MODEL TOKENIZER PORT:METRICS...");
+  console.error("usage: node kube-play.mjs RENDERED.yaml IMAGE MODELS_DIR MODEL TOKENIZER PORT:METRICS:HTTP...");
   process.exit(2);
 }
 const docs = parseAllDocuments(readFileSync(file === "-" ? 0 : file, "utf8")).map((d) => d.toJS());
@@ -31,7 +31,7 @@ Object.assign(configMap.data, {
 
 const out = [configMap];
 portPairs.forEach((pair, i) => {
-  const [port, metricsPort] = pair.split(":");
+  const [port, metricsPort, httpPort] = pair.split(":");
   const d = structuredClone(deployment);
   const suffix = String.fromCharCode("a".charCodeAt(0) + i);
   d.metadata.name = `llmserve-${suffix}`;
@@ -54,7 +54,8 @@ portPairs.forEach((pair, i) => {
   c.args = c.args
     .map((a) => a.replace(/\$\(([A-Z0-9_]+)\)/g, (_, v) => configMap.data[v] ?? ""))
     .map((a) => (a.startsWith("--port=") ? `--port=${port}` : a))
-    .map((a) => (a.startsWith("--metrics-port=") ? `--metrics-port=${metricsPort}` : a));
+    .map((a) => (a.startsWith("--metrics-port=") ? `--metrics-port=${metricsPort}` : a))
+    .map((a) => (a.startsWith("--http-port=") ? `--http-port=${httpPort}` : a));
   c.args.push("--host=127.0.0.1");
   out.push(d);
 });
