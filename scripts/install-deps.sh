@@ -25,8 +25,9 @@ PACKAGES=(
   # examples/python (gRPC client; its stubs come from protoc + grpc_python_plugin)
   python3-grpcio python3-protobuf
   # Container tests (scripts/deploy-test.sh): image build and run, base images without a
-  # registry, compose file and nginx load-balancer config checks
-  podman buildah runc catatonit debootstrap docker-compose nginx
+  # registry, compose file and nginx load-balancer config checks; curl for the image's and
+  # the kube-play replicas' HTTP API
+  podman buildah runc catatonit debootstrap docker-compose nginx curl
 )
 # Node.js for the offline Kubernetes schema validation (deploy/k8s/validate): only when
 # absent, as a node from elsewhere (e.g. NodeSource's, which bundles npm) conflicts with
