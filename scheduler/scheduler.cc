@@ -66,6 +66,7 @@ absl::Status SchedulerConfig::Validate() const {
   if (max_decode_stall < 1) return Bad("max_decode_stall", ">= 1", max_decode_stall);
   if (prefill_spread_steps < 0) return Bad("prefill_spread_steps", ">= 0", prefill_spread_steps);
   if (mixed_step_tokens < 1) return Bad("mixed_step_tokens", ">= 1", mixed_step_tokens);
+  if (prompt_pack_rows < 0) return Bad("prompt_pack_rows", ">= 0", prompt_pack_rows);
   if (block_hash == nullptr) return absl::InvalidArgumentError("SchedulerConfig.block_hash must be set");
   return absl::OkStatus();
 }

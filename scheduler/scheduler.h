@@ -15,7 +15,8 @@
 //      sequences are admitted from the head of the waiting queue (FIFO; preempted ones
 //      are at the head) — each a chunk of up to
 //      max_prefill_chunk tokens — while the policy's prefill budget, max_running
-//      and free blocks allow. Admission never preempts: when the next waiting
+//      and free blocks allow, and a further item only while the step holds fewer than
+//      prompt_pack_rows rows (see the field). Admission never preempts: when the next waiting
 //      sequence's chunk does not get its blocks, admission stops (FIFO, no overtaking);
 //      a step that preempted admits nothing. With prefix caching, an admitted sequence
 //      first takes the longest cached prefix of its tokens (whole blocks, leaving at
@@ -80,6 +81,14 @@ struct SchedulerConfig {
                                        // steps when they fit in this many; 0 = bulk
   int32_t mixed_step_tokens = 12;      // kMixed with piggybacking: fill decode steps with
                                        // prompt tokens up to this many rows (>= 1)
+  // A step takes prompt work of a further sequence only while it holds fewer than this many
+  // rows (decode tokens + prompt tokens planned so far); the first prompt item always fits the
+  // budget. 0: no such limit (prompts packed up to the budget). Below some tens of rows a CPU
+  // step costs about one read of the weights, so small prompts ride along almost free; above,
+  // every row costs its own arithmetic, and computing prompts one after another (FCFS) gives
+  // each its first token sooner than computing them side by side, for the same total work.
+  // It also keeps a burst of requests from prefilling, decoding and finishing in lockstep.
+  int32_t prompt_pack_rows = 0;
   bool prefix_caching = true;          // keep computed full blocks and share them by prefix
   BlockHashFn block_hash = HashBlockTokens;  // block keys (block_hash.h); tests force collisions
 

@@ -111,9 +111,12 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const Prefi
   const int32_t bs = config_.block_size;
   int32_t items = 0;
   // Tokens left: the prefill budget and the step's max_batched_tokens, and none once
-  // max_items prefill items are planned.
+  // max_items prefill items are planned or, after the first, the step holds
+  // prompt_pack_rows rows.
+  const int32_t pack_rows = config_.prompt_pack_rows > 0 ? config_.prompt_pack_rows : PrefillBudget::kUnlimited;
   auto budget = [&] {
     if (items >= max_items) return 0;
+    if (items > 0 && plan.num_tokens() >= pack_rows) return 0;
     return std::min(prefill_budget - plan.num_prefill_tokens, config_.max_batched_tokens - plan.num_tokens());
   };
   // Running sequences part-way through their (re)computation: next chunk, oldest first.

@@ -53,6 +53,10 @@ ABSL_FLAG(int32_t, prefill_spread_steps, llmserve::EngineSpec{}.prefill_spread_s
 ABSL_FLAG(int32_t, mixed_step_tokens, llmserve::EngineSpec{}.mixed_step_tokens,
           "mixed policy with piggybacking: rows a decode step is filled up to with prompt tokens (about where a "
           "decode step stops costing just one read of the weights)");
+ABSL_FLAG(int32_t, prompt_pack_rows, llmserve::EngineSpec{}.prompt_pack_rows,
+          "a step takes another sequence's prompt tokens only while it holds fewer rows than this (decode + "
+          "prompt tokens): past the rows a CPU step gets for one read of the weights, prompts are computed one "
+          "after another, so each gets its first token sooner; 0 = pack prompts up to --max-batched-tokens");
 ABSL_FLAG(std::string, prefix_caching, llmserve::EngineSpec{}.prefix_caching ? "on" : "off",
           "on: keep computed KV blocks after their requests end and share them with later requests whose "
           "prompts start with the same tokens (and cache_salt); off: every prompt is computed in full");
@@ -189,6 +193,7 @@ absl::StatusOr<EngineSpec> EngineSpecFromFlags() {
   s.piggyback = *piggyback;
   s.prefill_spread_steps = absl::GetFlag(FLAGS_prefill_spread_steps);
   s.mixed_step_tokens = absl::GetFlag(FLAGS_mixed_step_tokens);
+  s.prompt_pack_rows = absl::GetFlag(FLAGS_prompt_pack_rows);
   absl::StatusOr<bool> prefix_caching = ParseOnOff("prefix-caching", absl::GetFlag(FLAGS_prefix_caching));
   if (!prefix_caching.ok()) return prefix_caching.status();
   s.prefix_caching = *prefix_caching;

@@ -98,6 +98,7 @@ EngineConfig EngineConfigFor(const EngineSpec& spec, const ModelConfig& model, i
   sc.max_decode_stall = spec.max_decode_stall;
   sc.prefill_spread_steps = spec.prefill_spread_steps;
   sc.mixed_step_tokens = spec.mixed_step_tokens;
+  sc.prompt_pack_rows = spec.prompt_pack_rows;
   sc.prefix_caching = spec.prefix_caching;
   ec.channel_capacity = static_cast<size_t>(spec.channel_capacity);
   return ec;
@@ -111,7 +112,8 @@ std::string DescribeEngineConfig(const EngineConfig& ec) {
                       absl::StrJoin(sc.eos_ids, ","), "] step_policy=", StepPolicyName(sc.step_policy),
                       " max_decode_stall=", sc.max_decode_stall, " prefill_spread_steps=", sc.prefill_spread_steps,
                       " mixed_step_tokens=", sc.mixed_step_tokens, " prefill_policy=",
-                      MakePrefillPolicy(sc.prefill_policy())->Describe(), " channel_capacity=", ec.channel_capacity,
+                      MakePrefillPolicy(sc.prefill_policy())->Describe(), " prompt_pack_rows=", sc.prompt_pack_rows,
+                      " channel_capacity=", ec.channel_capacity,
                       " prefix_caching=", sc.prefix_caching ? "on" : "off");
 }
 

@@ -69,6 +69,7 @@ absl::Status EngineSpec::Validate() const {
   }
   if (absl::Status s = FlagInRange("prefill-spread-steps", prefill_spread_steps, 0, 1 << 20); !s.ok()) return s;
   if (absl::Status s = FlagInRange("mixed-step-tokens", mixed_step_tokens, 1, 1 << 24); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("prompt-pack-rows", prompt_pack_rows, 0, 1 << 24); !s.ok()) return s;
   if (absl::Status s = FlagInRange("channel-capacity", channel_capacity, 1, 1 << 20); !s.ok()) return s;
   for (DType t : {EffectiveWeightDType(), EffectiveKvDType()}) {
     if (t != DType::kF32 && t != DType::kBF16) {

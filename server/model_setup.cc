@@ -75,7 +75,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
   out.summary = absl::StrFormat(
       "model %s (%s %s, %s params, %d layers, hidden %d, %d heads / %d KV heads, vocab %d, context %d), "
       "weights %s, KV %s, threads %s; KV cache %d blocks x %d = %d tokens (%.1f MiB); max_running %d, "
-      "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, max_prompt_bytes %d, prefill policy %s, "
+      "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, max_prompt_bytes %d, prefill policy %s, prompt_pack_rows %d, "
       "kernels %s; chat template %s; linear layers %s",
       info.model_name, model_config.format, ArchitectureName(model_config.arch), ParamsString(info.num_parameters),
       model_config.num_layers, model_config.hidden_size, model_config.num_heads, model_config.num_kv_heads,
@@ -84,7 +84,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
       config.threads > 0 ? absl::StrCat(config.threads) : absl::StrCat("all (", cores, ")"), out.num_blocks,
       config.block_size, capacity, static_cast<double>(built->kv_bytes_per_block) * out.num_blocks / (1 << 20),
       sc.max_running, sc.max_batched_tokens, sc.max_prefill_chunk, sc.max_waiting, info.max_prompt_bytes,
-      built->prefill_policy,
+      built->prefill_policy, sc.prompt_pack_rows,
       built->kernels, chat->note, built->linear_layers);
   return out;
 }

@@ -29,7 +29,8 @@ std::string SpecString(const EngineSpec& s) {
                       " max_prefill_chunk=", s.max_prefill_chunk, " max_waiting=", s.max_waiting,
                       " step_policy=", StepPolicyName(s.step_policy), " max_decode_stall=", s.max_decode_stall,
                       " piggyback=", PiggybackName(s.piggyback), " prefill_spread_steps=", s.prefill_spread_steps,
-                      " mixed_step_tokens=", s.mixed_step_tokens, " channel_capacity=", s.channel_capacity);
+                      " mixed_step_tokens=", s.mixed_step_tokens, " prompt_pack_rows=", s.prompt_pack_rows,
+                      " channel_capacity=", s.channel_capacity);
 }
 
 std::string RuntimeString(const RuntimeConfig& r) {
@@ -76,6 +77,8 @@ TEST(EngineFlagsTest, DefaultsAreEngineSpecsAndAgreeWithTheScheduler) {
   EXPECT_EQ(resolved.mixed_step_tokens, plain.mixed_step_tokens);
   EXPECT_EQ(plain.prefill_spread_steps, 0);
   EXPECT_EQ(resolved.prefill_spread_steps, 128);
+  EXPECT_EQ(plain.prompt_pack_rows, 0);
+  EXPECT_EQ(resolved.prompt_pack_rows, 64);
 }
 
 TEST(EngineFlagsTest, ServerAndLlmrunBuildTheSameEngineForTheSameFlags) {
@@ -88,7 +91,7 @@ TEST(EngineFlagsTest, ServerAndLlmrunBuildTheSameEngineForTheSameFlags) {
       Parse({"--model", model, "--tokenizer=" + tok, "--threads=2", "--weight-dtype", "f32", "--kv_dtype=f32",
              "--max-running", "4", "--max_batched_tokens=64", "--prefill-chunk=32", "--max-waiting=9",
              "--kv-cache-bytes=1M", "--block-size", "8", "--step-policy=mixed", "--piggyback=on",
-             "--prefill-spread-steps=7", "--mixed-step-tokens=6", "--channel-capacity=5", "--prompt", "Once",
+             "--prefill-spread-steps=7", "--mixed-step-tokens=6", "--prompt-pack-rows=20", "--channel-capacity=5", "--prompt", "Once",
              "--prompt=upon"},
             llmrun::CommandLineOptionsForLlmrun());
   EXPECT_EQ(command_line.repeated.at("prompt"), (std::vector<std::string>{"Once", "upon"}));
@@ -121,7 +124,7 @@ TEST(EngineFlagsTest, ServerAndLlmrunBuildTheSameEngineForTheSameFlags) {
   EXPECT_EQ(described, DescribeEngineConfig(setup->engine->config()));
   EXPECT_NE(described.find("max_prefill_chunk=32 max_waiting=9"), std::string::npos) << described;
   EXPECT_NE(described.find("prefill_spread_steps=7 mixed_step_tokens=6 prefill_policy=piggyback (decode steps "
-                           "filled to 6 rows while the pending prompt tokens fit in 7) channel_capacity=5"),
+                           "filled to 6 rows while the pending prompt tokens fit in 7) prompt_pack_rows=20 channel_capacity=5"),
             std::string::npos)
       << described;
   EXPECT_EQ(built->num_blocks, setup->num_blocks);
@@ -133,6 +136,10 @@ TEST(EngineFlagsTest, BadValuesNameTheFlag) {
   auto spec = EngineSpecFromFlags();
   ASSERT_FALSE(spec.ok());
   EXPECT_NE(spec.status().message().find("--max-running=0"), std::string::npos) << spec.status();
+  Parse({"--max-running=64", "--prompt-pack-rows=-1"}, CommandLineOptions{});
+  spec = EngineSpecFromFlags();
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("--prompt-pack-rows=-1"), std::string::npos) << spec.status();
 }
 
 TEST(EngineFlagsTest, UnknownFlagExitsTwo) {

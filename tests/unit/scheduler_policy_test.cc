@@ -53,8 +53,9 @@ PrefillPolicyConfig Piggyback(int32_t rows, int32_t horizon) {
   return p;
 }
 
-SchedulerConfig Config(const Workload& w, const PrefillPolicyConfig& policy) {
+SchedulerConfig Config(const Workload& w, const PrefillPolicyConfig& policy, int32_t prompt_pack_rows) {
   SchedulerConfig c;
+  c.prompt_pack_rows = prompt_pack_rows;
   c.block_size = w.block_size;
   c.num_blocks = w.num_blocks;
   c.max_running = w.max_running;
@@ -72,13 +73,14 @@ struct PolicyCase {
   const Workload* workload;
   PrefillPolicyConfig policy;
   std::vector<std::string> steps;  // expected plan of each step; then nothing is held
+  int32_t prompt_pack_rows = 0;    // SchedulerConfig::prompt_pack_rows
 };
 
 class SchedulerPolicyTest : public ::testing::TestWithParam<PolicyCase> {};
 
 TEST_P(SchedulerPolicyTest, PlansStepByStep) {
   const PolicyCase& tc = GetParam();
-  const SchedulerConfig cfg = Config(*tc.workload, tc.policy);
+  const SchedulerConfig cfg = Config(*tc.workload, tc.policy, tc.prompt_pack_rows);
   ASSERT_TRUE(cfg.Validate().ok());
   SchedulerHarness h(cfg);
   EXPECT_EQ(h.sched().policy().Describe(), MakePrefillPolicy(tc.policy)->Describe());
@@ -128,6 +130,17 @@ const PolicyCase kPolicyCases[] = {
      {"P1@0+2s P2@0+6", "P2@6+8", "P2@14+8", "D1@2", "P2@22+8", "P2@30+8", "D1@3", "P2@38+2s", "D1@4", "D1@5", "D1@6"}},
     {"chunked_piggyback", &kChunked, Piggyback(6, 16),
      {"P1@0+2s", "D1@2 P2@0+5", "D1@3 P2@5+5", "D1@4 P2@10+5", "D1@5 P2@15+5", "D1@6 P2@20+5", "P2@25+8", "P2@33+7s"}},
+    // prompt_pack_rows: a further prompt only while the step holds fewer rows. The burst's
+    // prompts are computed one after another, each with the decodes of those before it...
+    {"burst_bulk_packed_below_8_rows", &kBurst, Bulk(),
+     {"P1@0+8s", "D1@8 P2@0+8s", "D1@9 D2@8 P3@0+8s", "D1@10 D2@9 D3@8"}, 8},
+    // ... one-token prompts ride together until the step holds 3 rows, and a step whose
+    // decodes alone reach the limit still takes the next prompt.
+    {"long_behind_decodes_bulk_packed_below_3_rows", &kLongBehindDecodes, Bulk(),
+     {"P1@0+1s P2@0+1s P3@0+1s", "D1@1 D2@1 D3@1 P4@0+9s", "D1@2 D2@2 D3@2", "D1@3 D2@3 D3@3", "D1@4 D2@4 D3@4"}, 3},
+    {"chunked_separate_packed_below_4_rows", &kChunked, Separate(2),
+     {"P1@0+2s P2@0+6", "P2@6+8", "P2@14+8", "D1@2", "P2@22+8", "P2@30+8", "D1@3", "P2@38+2s", "D1@4", "D1@5", "D1@6"},
+     4},
 };
 
 INSTANTIATE_TEST_SUITE_P(Policies, SchedulerPolicyTest, ::testing::ValuesIn(kPolicyCases),
