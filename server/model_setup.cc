@@ -76,8 +76,7 @@ absl::StatusOr<ModelSetup> SetUpModel(const ServerConfig& config, EngineObserver
       "model %s (%s %s, %s params, %d layers, hidden %d, %d heads / %d KV heads, vocab %d, context %d), "
       "weights %s, KV %s, threads %s; KV cache %d blocks x %d = %d tokens (%.1f MiB); max_running %d, "
       "max_batched_tokens %d, max_prefill_chunk %d, max_waiting %d, max_prompt_bytes %d, prefill policy %s, "
-      "prompt_pack_rows %d, "
-      "kernels %s; chat template %s; linear layers %s",
+      "prompt_pack_rows %d, kernels %s; chat template %s; linear layers %s",
       info.model_name, model_config.format, ArchitectureName(model_config.arch), ParamsString(info.num_parameters),
       model_config.num_layers, model_config.hidden_size, model_config.num_heads, model_config.num_kv_heads,
       model_config.vocab_size, model_config.context_length, built->weight_format,

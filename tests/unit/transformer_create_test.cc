@@ -1,6 +1,6 @@
 // Transformer::Create packs the weights (oneDNN reorders, OpenMP loops) on a thread of its
 // own, so the caller's thread keeps no OpenMP team: one there, beside the engine thread's,
-// makes libgomp throttle every engine step (found and measured in commit a03e26f, docs/PERFORMANCE.md).
+// makes libgomp throttle every engine step (measured in commit a03e26f).
 #include <memory>
 #include <thread>
 
