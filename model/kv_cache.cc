@@ -229,6 +229,15 @@ void KvCache::ReadV(int64_t layer, int64_t block, int64_t head, int64_t slot, fl
   }
 }
 
+void KvCache::CopyBlock(int64_t src, int64_t dst) {
+  assert(src >= 0 && src < config_.num_blocks && dst >= 0 && dst < config_.num_blocks);
+  if (src == dst) return;
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    std::memcpy(K(l, dst, 0), K(l, src, 0), block_bytes_);
+    std::memcpy(V(l, dst, 0), V(l, src, 0), block_bytes_);
+  }
+}
+
 size_t KvCache::total_bytes() const {
   return 2 * block_bytes_ * static_cast<size_t>(config_.num_blocks) * static_cast<size_t>(config_.num_layers);
 }

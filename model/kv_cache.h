@@ -87,6 +87,9 @@ class KvCache {
   void Write(Isa isa, int64_t layer, const float* k, const float* v, int64_t stride, int64_t rows, const int32_t* positions,
              const int32_t* block_table, int64_t table_len);
 
+  // Copies block `src`'s K and V, every layer and head, into block `dst` (no-op when equal).
+  void CopyBlock(int64_t src, int64_t dst);
+
   // Reads back the K (or V) of one token slot of one head as head_dim floats.
   void ReadK(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const;
   void ReadV(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const;

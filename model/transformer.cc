@@ -87,6 +87,12 @@ absl::Status TransformerImpl::Validate(const ForwardBatch& batch, const KvCache&
       return absl::InvalidArgumentError(absl::StrCat("logit row ", r, " outside the batch's ", n, " rows"));
     }
   }
+  for (const BlockCopy& bc : batch.block_copies) {
+    if (bc.src < 0 || bc.src >= kc.num_blocks || bc.dst < 0 || bc.dst >= kc.num_blocks) {
+      return absl::InvalidArgumentError(absl::StrCat("block copy ", bc.src, " -> ", bc.dst, " outside the cache's ",
+                                                     kc.num_blocks, " blocks"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -206,6 +212,7 @@ absl::Status TransformerImpl::Forward(const ForwardBatch& batch, KvCache& cache,
   const ModelConfig& c = config_;
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const int64_t num_logits = static_cast<int64_t>(batch.logit_rows.size());
+  for (const BlockCopy& bc : batch.block_copies) cache.CopyBlock(bc.src, bc.dst);
   if (n == 0) return absl::OkStatus();
   Reserve(n, num_logits);
   if (profiling_) {

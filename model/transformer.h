@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/block_copy.h"
 #include "model/kernel_plan.h"
 #include "model/kv_cache.h"
 #include "model/model_weights.h"
@@ -29,6 +30,7 @@ struct ForwardBatch {
   std::span<const int32_t> tokens;      // [N] token ids
   std::span<const Seq> seqs;            // ranges tile rows 0..N-1 in order
   std::span<const int32_t> logit_rows;  // rows whose logits are wanted, in output order
+  std::span<const BlockCopy> block_copies = {};  // done first, in order (block_copy.h)
 };
 
 // Wall time per operation of the forward pass, summed over the profiled Forward calls.

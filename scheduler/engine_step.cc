@@ -37,6 +37,7 @@ absl::Status Engine::Forward(const SchedulePlan& plan) {
   batch.tokens = tokens_;
   batch.seqs = batch_seqs_;
   batch.logit_rows = logit_rows_;
+  batch.block_copies = plan.copies;
   return model_->Forward(batch, logits_.data());
 }
 

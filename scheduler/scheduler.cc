@@ -166,7 +166,7 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::Update(const SchedulePlan& pla
     if (end == SequenceState::kRunning) continue;
     auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == &s; });
     if (it == running_.end()) SchedulerBug("Update: sequence not running");
-    pool_.ReleaseAll(s.block_table);
+    ReleaseBlocks(s, /*keep_tail=*/true);
     s.state = end;
     s.times.finished = now;
     done.push_back(std::move(*it));
@@ -189,7 +189,9 @@ std::unique_ptr<Sequence> Scheduler::Finish(int64_t seq_id, SequenceState state,
     seq = std::move(*r);
     running_.erase(r);
   }
-  pool_.ReleaseAll(seq->block_table);
+  // After a failed step, keep no more of its sequences than is registered already: the
+  // failure's cause may lie in their KV.
+  ReleaseBlocks(*seq, /*keep_tail=*/state != SequenceState::kFinishedError);
   seq->state = state;
   seq->times.finished = now;
   return seq;

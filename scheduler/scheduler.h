@@ -20,7 +20,9 @@
 //      sequence's chunk does not get its blocks, admission stops (FIFO, no overtaking);
 //      a step that preempted admits nothing. With prefix caching, an admitted sequence
 //      first takes the longest cached prefix of its tokens (whole blocks, leaving at
-//      least one token to compute) and is planned, budgeted and fitted only for the rest.
+//      least one token to compute), then the leading rows of the cached partial block
+//      that continues it best (copied into its own next block: plan.copies), and is
+//      planned, budgeted and fitted only for the rest.
 // A prefill-only step (the separate policy) plans 2 alone, and 1 instead when 2 plans
 // nothing. The plan is a pure function of the config and the calls made.
 // A sequence preempted while the plan is built (listed in plan.preempted) has no work
@@ -31,7 +33,9 @@
 // tokens; items with sample == true get their sampled id appended (or finish on a stop
 // id); length/EOS/stop-token finishes release the blocks and hand the sequence back.
 // With prefix caching, every block whose positions are all computed is registered in the
-// pool then, so that it outlives its sequence as a cached block.
+// pool then, so that it outlives its sequence as a cached block; a sequence that ends or
+// is preempted leaves its partly computed last block cached as a partial block (not
+// after a failed step).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +49,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "model/block_copy.h"
 #include "scheduler/admission.h"
 #include "scheduler/block_hash.h"
 #include "scheduler/block_pool.h"
@@ -118,6 +123,10 @@ struct SchedulePlan {
   int32_t num_decode_tokens = 0;
   int32_t num_prefill_tokens = 0;
   std::vector<int64_t> preempted;     // ids preempted while building this plan
+  std::vector<BlockCopy> copies;      // KV block copies to make before the forward pass, in
+                                      // order: each fills the first block an admitted
+                                      // sequence computes into with a cached partial block's
+                                      // rows (their content is not written before the pass)
 
   bool empty() const { return work.empty(); }
   int32_t num_tokens() const { return num_decode_tokens + num_prefill_tokens; }
@@ -206,6 +215,12 @@ class Scheduler {
   int32_t MatchPrefix(const Sequence& s, std::vector<int32_t>* hits, bool* rejected = nullptr) const;
   // Registers s's blocks that are now fully computed.
   void RegisterComputed(Sequence& s);
+  // Prefix caching: the cached partial block continuing s's `hits` leading cached blocks
+  // (ids in `hit_ids`) best, leaving at least s's last token to compute.
+  BlockPool::PartialHit MatchPartial(Sequence& s, int32_t hits, std::span<const int32_t> hit_ids) const;
+  // Releases s's blocks; with `keep_tail` (its computed KV is sound) and prefix caching, its
+  // partly computed last block is first registered as a partial block.
+  void ReleaseBlocks(Sequence& s, bool keep_tail);
   SchedulerConfig config_;
   std::unique_ptr<const PrefillPolicy> policy_;
   BlockPool pool_;

@@ -153,7 +153,12 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const Prefi
     const int32_t hits = MatchPrefix(s, &scratch_blocks_, &rejected);
     const auto idle_hits = static_cast<int32_t>(std::count_if(
         scratch_blocks_.begin(), scratch_blocks_.end(), [&](int32_t id) { return pool_.ref_count(id) == 0; }));
-    const int32_t start = hits * bs;
+    // Then the rows of a cached partial block, copied into the first block it computes
+    // into. The copy is made before the step's forward pass, which is the first to write
+    // any block this plan allocates, so the source may be evicted and reallocated in the
+    // same plan (even as that very block) and still be read intact.
+    const BlockPool::PartialHit partial = MatchPartial(s, hits, scratch_blocks_);
+    const int32_t start = hits * bs + partial.rows;
     const int32_t n = std::min({s.num_tokens() - start, config_.max_prefill_chunk, budget()});
     const int32_t need = (start + n + bs - 1) / bs - hits;
     if (need > pool_.num_available() - idle_hits) break;
@@ -170,6 +175,7 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const Prefi
     }
     if (s.state == SequenceState::kWaiting) s.num_cached_tokens = start;
     MustAllocate(pool_, need, s.block_table);
+    if (partial.rows > 0) plan.copies.push_back(BlockCopy{partial.id, s.block_table[static_cast<size_t>(hits)]});
     if (s.state == SequenceState::kWaiting) admission_.Release();
     s.state = SequenceState::kRunning;
     s.admit_order = next_admit_order_++;
@@ -191,7 +197,11 @@ void Scheduler::PreemptNewest(SchedulePlan& plan) {
     (it->kind == ScheduledWork::Kind::kDecode ? plan.num_decode_tokens : plan.num_prefill_tokens) -= it->num_tokens;
     plan.work.erase(it);
   }
-  pool_.ReleaseAll(victim->block_table);
+  // (Admission, the only source of copies, comes after every preemption of a step.)
+  std::erase_if(plan.copies, [&](const BlockCopy& c) {
+    return std::find(victim->block_table.begin(), victim->block_table.end(), c.dst) != victim->block_table.end();
+  });
+  ReleaseBlocks(*victim, /*keep_tail=*/true);
   victim->num_computed = 0;
   victim->num_registered_blocks = 0;
   victim->state = SequenceState::kPreempted;

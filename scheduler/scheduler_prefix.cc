@@ -1,5 +1,6 @@
 // Scheduler: prefix caching (block keys, lookups at admission, registration of computed
-// blocks) and the invariant check over the pool and the block tables.
+// blocks and of partial last blocks) and the invariant check over the pool and the block
+// tables.
 #include <algorithm>
 #include <utility>
 
@@ -38,11 +39,45 @@ void Scheduler::RegisterComputed(Sequence& s) {
     scratch_tokens_.resize(static_cast<size_t>(bs));
     for (int32_t i = 0; i < bs; ++i) scratch_tokens_[static_cast<size_t>(i)] = s.token(j * bs + i);
     const int32_t parent = j == 0 ? -1 : s.block_table[static_cast<size_t>(j - 1)];
-    // A block another sequence registered first stays this one's own (a duplicate).
-    pool_.Register(s.block_table[static_cast<size_t>(j)], s.block_keys[static_cast<size_t>(j)], parent,
-                   scratch_tokens_, s.cache_salt);
+    int32_t& id = s.block_table[static_cast<size_t>(j)];
+    const int32_t holder = pool_.Register(id, s.block_keys[static_cast<size_t>(j)], parent, scratch_tokens_, s.cache_salt);
+    if (holder >= 0 && holder != id) {
+      // Another sequence computed the same block first: share that one and free this copy,
+      // so that the blocks after it chain to the registered one and stay reachable.
+      pool_.Ref(holder);
+      pool_.Release(id);
+      id = holder;
+    }
+    // (holder -1, a hash collision: the block stays this sequence's own, unregistered.)
   }
   s.num_registered_blocks = full;
+}
+
+BlockPool::PartialHit Scheduler::MatchPartial(Sequence& s, int32_t hits, std::span<const int32_t> hit_ids) const {
+  const int32_t bs = config_.block_size;
+  const int32_t start = hits * bs;
+  const int32_t max_rows = std::min(bs - 1, s.num_tokens() - 1 - start);
+  if (!config_.prefix_caching || max_rows < 1) return {};
+  const uint64_t parent_key = hits == 0 ? SaltKey(s.cache_salt) : s.block_keys[static_cast<size_t>(hits - 1)];
+  const int32_t parent = hits == 0 ? -1 : hit_ids[static_cast<size_t>(hits - 1)];
+  return pool_.MatchPartial(parent_key, parent, s.cache_salt, [&](int32_t pos) { return s.token(pos); }, start,
+                            max_rows);
+}
+
+void Scheduler::ReleaseBlocks(Sequence& s, bool keep_tail) {
+  const int32_t bs = config_.block_size;
+  const int32_t j = s.num_computed / bs;
+  const int32_t rows = s.num_computed % bs;
+  if (keep_tail && config_.prefix_caching && rows > 0 && j < static_cast<int32_t>(s.block_table.size()) &&
+      j >= s.num_registered_blocks) {
+    ExtendKeys(s, j * bs);
+    scratch_tokens_.resize(static_cast<size_t>(rows));
+    for (int32_t i = 0; i < rows; ++i) scratch_tokens_[static_cast<size_t>(i)] = s.token(j * bs + i);
+    const uint64_t parent_key = j == 0 ? SaltKey(s.cache_salt) : s.block_keys[static_cast<size_t>(j - 1)];
+    const int32_t parent = j == 0 ? -1 : s.block_table[static_cast<size_t>(j - 1)];
+    pool_.RegisterPartial(s.block_table[static_cast<size_t>(j)], parent_key, parent, scratch_tokens_, s.cache_salt);
+  }
+  pool_.ReleaseAll(s.block_table);
 }
 
 absl::Status Scheduler::CheckInvariants() const {

@@ -2,7 +2,8 @@
 // llama.cpp's tiny Q8_0 / Q4_K_M files. Requests that share prompt prefixes (three
 // "system prompts", then their own tokens; some repeat a whole earlier prompt) give the
 // same tokens with prefix caching on as with it off, greedy and seeded, batched, chunked,
-// with a pool small enough to preempt, and on a second pass that finds everything cached.
+// with a pool small enough to preempt, on a second pass that finds everything cached, and
+// over the turns of chats (whole blocks shared, partial last blocks copied).
 // After each run no block is used and used + free + cached blocks are the whole pool.
 // Uses OpenMP: not part of the ThreadSanitizer set.
 #include <memory>
@@ -49,7 +50,7 @@ class EnginePrefixCacheTest : public ::testing::TestWithParam<ModelFile> {
     tok_ = *std::move(t);
   }
 
-  std::unique_ptr<Engine> MakeEngine(bool caching, int32_t num_blocks, int32_t chunk) {
+  std::unique_ptr<Engine> MakeEngine(bool caching, int32_t num_blocks, int32_t chunk, DType kv = DType::kF32) {
     RuntimeConfig rt;
     rt.weight_dtype = GetParam().weight_dtype;
     rt.threads = 2;
@@ -58,7 +59,7 @@ class EnginePrefixCacheTest : public ::testing::TestWithParam<ModelFile> {
     if (!model.ok()) return nullptr;
     auto e = testing::StartTransformerEngine(*std::move(model), tok_.get(),
                                              {.num_blocks = num_blocks,
-                                              .kv_dtype = DType::kF32,
+                                              .kv_dtype = kv,
                                               .max_running = 32,
                                               .max_batched_tokens = 256,
                                               .max_prefill_chunk = chunk,
@@ -106,8 +107,8 @@ class EnginePrefixCacheTest : public ::testing::TestWithParam<ModelFile> {
   }
 
   // Each request alone, caching off: the reference.
-  std::vector<std::vector<int32_t>> Reference(const std::vector<EngineRequest>& reqs) {
-    std::unique_ptr<Engine> e = MakeEngine(/*caching=*/false, 64, 64);
+  std::vector<std::vector<int32_t>> Reference(const std::vector<EngineRequest>& reqs, DType kv = DType::kF32) {
+    std::unique_ptr<Engine> e = MakeEngine(/*caching=*/false, 64, 64, kv);
     std::vector<std::vector<int32_t>> out;
     if (e == nullptr) return out;
     for (const EngineRequest& r : reqs) out.push_back(Run(*e, {r})[0]);
@@ -160,6 +161,37 @@ TEST_P(EnginePrefixCacheTest, SeededSamplingEqualsCachingOff) {
   ExpectSame(Run(*e, reqs), want, "batched");
   ExpectSame(Run(*e, reqs), want, "second pass");
   EXPECT_GT(e->Stats().prefix_hit_tokens, 0);
+}
+
+TEST_P(EnginePrefixCacheTest, ChatTurnsReuseTheWholeConversationAndEqualCachingOff) {
+  // 6 conversations of 3 turns; each turn resends the conversation so far (prompt and
+  // reply) and 5 new ids. Whole blocks are shared and each conversation's partial last
+  // block is copied, so every turn after the first computes only its new ids and the
+  // last reply token (never fed): the hits are every computed token of the last turn.
+  // The cache holds bf16 KV here, as the server's does.
+  const DType kv = DType::kBF16;
+  std::vector<EngineRequest> turn = Requests(/*sampled=*/false);
+  turn.resize(6);
+  std::unique_ptr<Engine> e = MakeEngine(true, 256, 64, kv);
+  ASSERT_NE(e, nullptr);
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> id(3, static_cast<int32_t>(weights_->config.vocab_size) - 1);
+  for (int t = 0; t < 3; ++t) {
+    SCOPED_TRACE(t);
+    const auto want = Reference(turn, kv);
+    const int64_t hits_before = e->Stats().prefix_hit_tokens;
+    ExpectSame(Run(*e, turn), want, "chat turn");
+    if (t > 0) {
+      int64_t computed_before = 0;  // every token of the last turn but its last reply token
+      for (const EngineRequest& r : turn) computed_before += static_cast<int64_t>(r.prompt.size()) - 5 - 1;
+      EXPECT_EQ(e->Stats().prefix_hit_tokens - hits_before, computed_before);
+    }
+    for (size_t i = 0; i < turn.size(); ++i) {
+      std::vector<int32_t>& p = turn[i].prompt;
+      p.insert(p.end(), want[i].begin(), want[i].end());
+      for (int k = 0; k < 5; ++k) p.push_back(id(rng));
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, EnginePrefixCacheTest,

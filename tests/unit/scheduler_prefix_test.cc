@@ -1,6 +1,6 @@
 // Scheduler: prefix caching. Sharing cached blocks between sequences, leaving the last
-// token to compute, LRU eviction, refcounts after cancel and preemption, salt isolation
-// and a forced hash collision. The harness checks the pool and the block tables after
+// token to compute, LRU eviction, refcounts after cancel and preemption, salt isolation,
+// a forced hash collision, and copying a cached partial last block into the next turn. The harness checks the pool and the block tables after
 // every step and fails any sequence that reads KV of another prefix.
 #include <span>
 #include <string>
@@ -64,7 +64,7 @@ TEST(SchedulerPrefixTest, FinishedPromptIsSharedByTheNextRequest) {
   ASSERT_TRUE(h.Add(1, a, MaxTokens(3)).ok());
   RunAndCheck(h, {{1, a}}, MaxTokens(3));
   EXPECT_EQ(h.Finished(1)->num_cached_tokens, 0);
-  EXPECT_EQ(h.sched().blocks().num_cached(), 5);  // 22 tokens computed: 5 full blocks kept
+  EXPECT_EQ(h.sched().blocks().num_cached(), 6);  // 22 tokens computed: 5 full blocks and a partial kept
   ASSERT_TRUE(h.Add(2, b, MaxTokens(3)).ok());
   EXPECT_EQ(h.Step(), "P2@16+4s");  // the 4 shared blocks are taken, not computed
   RunAndCheck(h, {{2, b}}, MaxTokens(3));
@@ -88,6 +88,27 @@ TEST(SchedulerPrefixTest, RunningSequencesShareBlocks) {
   }
   EXPECT_NE(held[0]->block_table[2], held[1]->block_table[2]);  // the block being written is its own
   RunAndCheck(h, {{1, a}, {2, b}}, MaxTokens(6));
+}
+
+TEST(SchedulerPrefixTest, BlocksComputedSideBySideAreDeduplicated) {
+  // 1 and 2 compute the same 2 blocks in one step; once computed, 2 shares 1's (its own
+  // copies go free), so its later blocks chain to registered ones and are found again.
+  SchedulerHarness h(Cfg(32));
+  const auto a = Prompt(8, 5, 1);
+  ASSERT_TRUE(h.Add(1, a, MaxTokens(4)).ok());
+  ASSERT_TRUE(h.Add(2, a, MaxTokens(4)).ok());
+  EXPECT_EQ(h.Step(), "P1@0+13s P2@0+13s");
+  const std::vector<const Sequence*> held = h.sched().Sequences();
+  ASSERT_EQ(held.size(), 2u);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_EQ(held[0]->block_table[j], held[1]->block_table[j]) << j;
+    EXPECT_EQ(h.sched().blocks().ref_count(held[0]->block_table[j]), 2) << j;
+  }
+  EXPECT_EQ(h.sched().blocks().num_free(), 32 - 5);
+  RunAndCheck(h, {{1, a}, {2, a}}, MaxTokens(4));
+  ASSERT_TRUE(h.Add(3, a, MaxTokens(1)).ok());
+  EXPECT_EQ(h.Step(), "P3@12+1s");
+  RunAndCheck(h, {{3, a}}, MaxTokens(1));
 }
 
 TEST(SchedulerPrefixTest, LeavesTheLastTokenToCompute) {
@@ -170,8 +191,99 @@ TEST(SchedulerPrefixTest, SaltedRequestsNeverShareAcrossSalts) {
   ASSERT_TRUE(h.Add(3, a, MaxTokens(1)).ok());  // no salt is a salt of its own
   EXPECT_EQ(h.Step(), "P3@0+14s");
   ASSERT_TRUE(h.Add(4, a, MaxTokens(1), "tenant-x").ok());
-  EXPECT_EQ(h.Step(), "P4@12+2s");
+  EXPECT_EQ(h.Step(), "P4@13+1s C3>12");  // 3 blocks, and a row of 1's partial last block
   RunAndCheck(h, {{2, a}, {3, a}, {4, a}}, MaxTokens(1));
+  // A prompt shorter than a block leaves only a partial first block, salted too.
+  const auto b = Prompt(0, 3, 2);
+  ASSERT_TRUE(h.Add(5, b, MaxTokens(1), "tenant-x").ok());
+  RunAndCheck(h, {{5, b}}, MaxTokens(1));
+  ASSERT_TRUE(h.Add(6, b, MaxTokens(1), "tenant-y").ok());
+  EXPECT_EQ(h.Step(), "P6@0+3s");
+  ASSERT_TRUE(h.Add(7, b, MaxTokens(1), "tenant-x").ok());
+  EXPECT_EQ(h.Step(), "P7@2+1s C12>14");
+  RunAndCheck(h, {{6, b}, {7, b}}, MaxTokens(1));
+}
+
+// A chat: each turn resends the conversation so far (prompt ++ generated) plus new tokens.
+std::vector<int32_t> NextTurn(const Sequence& last, const std::vector<int32_t>& prompt, int32_t own, int32_t tag) {
+  std::vector<int32_t> p = prompt;
+  p.insert(p.end(), last.generated.begin(), last.generated.end());
+  const std::vector<int32_t> more = Prompt(0, own, tag);
+  p.insert(p.end(), more.begin(), more.end());
+  return p;
+}
+
+TEST(SchedulerPrefixTest, NextTurnCopiesThePartialLastBlock) {
+  SchedulerHarness h(Cfg(32));
+  const auto a = Prompt(6, 3, 1);  // 9 tokens; 3 generated: 11 computed, 2 blocks and 3 rows
+  ASSERT_TRUE(h.Add(1, a, MaxTokens(3)).ok());
+  RunAndCheck(h, {{1, a}}, MaxTokens(3));
+  EXPECT_EQ(h.sched().blocks().num_cached(), 3);
+  const auto b = NextTurn(*h.Finished(1), a, 3, 2);  // 15 tokens
+  ASSERT_TRUE(h.Add(2, b, MaxTokens(3)).ok());
+  // Blocks 0 and 1 are shared; block 2's 3 rows are copied into a block of 2's own, which
+  // computes on from position 11 (the last generated token was never fed).
+  EXPECT_EQ(h.Step(), "P2@11+4s C2>3");
+  EXPECT_EQ(h.sched().prefix_hit_tokens(), 11);
+  RunAndCheck(h, {{2, b}}, MaxTokens(3));
+  EXPECT_EQ(h.Finished(2)->num_cached_tokens, 11);
+  // A third turn whose own tokens differ from the second's after one row of its partial
+  // block: only that row is copied.
+  auto c = b;
+  c.insert(c.end(), h.Finished(2)->generated.begin(), h.Finished(2)->generated.end());
+  c[17] += 1;
+  ASSERT_TRUE(h.Add(3, c, MaxTokens(2)).ok());
+  EXPECT_EQ(h.Step(), "P3@17+1s C5>6");
+  RunAndCheck(h, {{3, c}}, MaxTokens(2));
+}
+
+TEST(SchedulerPrefixTest, PartialSourceEvictedInTheSameStepIsCopiedFirst) {
+  // 4 blocks. 1 leaves blocks 0, 1 and a partial block 2 cached (LRU: 2, 1, 0); block 3
+  // is free. 2 takes 0 and 1, copies 2's rows, and allocates 3 (free) and then 2 itself
+  // (evicted): the copy reads 2 before the pass writes position 12 into it.
+  SchedulerHarness h(Cfg(4));
+  const auto a = Prompt(0, 9, 1);
+  ASSERT_TRUE(h.Add(1, a, MaxTokens(3)).ok());
+  RunAndCheck(h, {{1, a}}, MaxTokens(3));
+  const auto b = NextTurn(*h.Finished(1), a, 2, 2);  // 14 tokens
+  ASSERT_TRUE(h.Add(2, b, MaxTokens(1)).ok());
+  EXPECT_EQ(h.Step(), "P2@11+3s C2>3");
+  EXPECT_EQ(h.sched().blocks().num_evictions(), 1);
+  RunAndCheck(h, {{2, b}}, MaxTokens(1));
+}
+
+TEST(SchedulerPrefixTest, PartialSourceCanBecomeItsOwnCopy) {
+  // 5 blocks, none free once 1 (blocks 0..3, 3 partial) and 9 (block 4) have ended; the
+  // LRU holds 3, 2, 1, 0, 4. 2 shares 0..2, and the one block it allocates is the partial
+  // block 3 itself (evicted). The copy 3 > 3 is nothing to do; its rows stay.
+  SchedulerHarness h(Cfg(5));
+  const auto a = Prompt(0, 13, 1), x = Prompt(0, 3, 9);
+  ASSERT_TRUE(h.Add(1, a, MaxTokens(3)).ok());
+  RunAndCheck(h, {{1, a}}, MaxTokens(3));
+  ASSERT_TRUE(h.Add(9, x, MaxTokens(1)).ok());
+  RunAndCheck(h, {{9, x}}, MaxTokens(1));
+  EXPECT_EQ(h.sched().blocks().num_free(), 0);
+  const auto b = NextTurn(*h.Finished(1), a, 0, 2);  // 16 tokens: 15 computed + 1
+  ASSERT_TRUE(h.Add(2, b, MaxTokens(1)).ok());
+  EXPECT_EQ(h.Step(), "P2@15+1s C3>3");
+  RunAndCheck(h, {{2, b}}, MaxTokens(1));
+}
+
+TEST(SchedulerPrefixTest, PreemptedAndCancelledSequencesLeaveTheirPartialBlockButFailedOnesDoNot) {
+  SchedulerHarness h(Cfg(32));
+  const auto a = Prompt(0, 6, 1), b = Prompt(0, 6, 2);
+  ASSERT_TRUE(h.Add(1, a, MaxTokens(8)).ok());
+  ASSERT_TRUE(h.Add(2, b, MaxTokens(8)).ok());
+  EXPECT_EQ(h.Step(), "P1@0+6s P2@0+6s");
+  ASSERT_TRUE(h.Abort(1));  // 6 computed: one full block, a partial of 2 rows
+  EXPECT_EQ(h.sched().blocks().num_cached(), 2);
+  ASSERT_TRUE(h.Abort(2, SequenceState::kFinishedError));  // its full block only
+  EXPECT_EQ(h.sched().blocks().num_cached(), 3);
+  ASSERT_TRUE(h.Add(3, a, MaxTokens(1)).ok());
+  EXPECT_EQ(h.Step(), "P3@5+1s C1>3");
+  ASSERT_TRUE(h.Add(4, b, MaxTokens(1)).ok());
+  EXPECT_EQ(h.Step(), "P4@4+2s");
+  RunAndCheck(h, {{3, a}, {4, b}}, MaxTokens(1));
 }
 
 uint64_t ConstantHash(uint64_t, std::span<const int32_t>) { return 42; }
@@ -195,6 +307,14 @@ TEST(SchedulerPrefixTest, ForcedHashCollisionIsCaughtAndComputedFresh) {
   EXPECT_EQ(h.Step(), "P3@4+6s");
   EXPECT_EQ(h.sched().prefix_rejected_hits(), 2);
   RunAndCheck(h, {{3, c}}, MaxTokens(2));
+  // A's partial last block (positions 8, 9) is filed under its parent's key, 42, like
+  // every block; after A's first block it would match D's positions 8 and 9, but its parent
+  // is A's second block, which D does not have: D computes them.
+  auto d = a;
+  d[5] = 998;
+  ASSERT_TRUE(h.Add(4, d, MaxTokens(2)).ok());
+  EXPECT_EQ(h.Step(), "P4@4+6s");
+  RunAndCheck(h, {{4, d}}, MaxTokens(2));
 }
 
 TEST(SchedulerPrefixTest, OffKeepsNothing) {

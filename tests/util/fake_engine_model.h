@@ -18,6 +18,7 @@
 // or hold Forward at a gate.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -198,6 +199,12 @@ class FakeEngineModel final : public EngineModel {
     if (o_.forward_delay > absl::ZeroDuration()) absl::SleepFor(o_.forward_delay);
     if (state_->TakeFailure()) return absl::InternalError("injected failure");
     ++batch_no_;
+    for (const BlockCopy& c : batch.block_copies) {
+      if (c.src < 0 || c.src >= o_.num_blocks || c.dst < 0 || c.dst >= o_.num_blocks) return Bad("block copy out of range");
+      if (c.src == c.dst) continue;
+      std::copy_n(slots_.begin() + static_cast<ptrdiff_t>(c.src) * o_.block_size, o_.block_size,
+                  slots_.begin() + static_cast<ptrdiff_t>(c.dst) * o_.block_size);
+    }
     std::vector<uint64_t> row_hash(batch.tokens.size(), 0);
     // Blocks written in this batch belong to one sequence; a block another sequence of
     // the batch only reads (a shared prefix-cache block) must not be written.

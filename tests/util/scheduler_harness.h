@@ -86,7 +86,8 @@ inline Reference RunReference(const std::vector<int32_t>& prompt, const StopCond
 }
 
 // Plan as text: "D<id>@<start>" decode, "P<id>@<start>+<n>[s]" prefill ('s': samples),
-// then "!<id>" per preempted sequence. Items are space-separated.
+// then "C<src>><dst>" per block copy, then "!<id>" per preempted sequence. Items are
+// space-separated.
 inline std::string PlanString(const SchedulePlan& plan) {
   std::string out;
   for (const ScheduledWork& w : plan.work) {
@@ -97,6 +98,7 @@ inline std::string PlanString(const SchedulePlan& plan) {
       absl::StrAppend(&out, "P", w.seq->id, "@", w.start, "+", w.num_tokens, w.sample ? "s" : "");
     }
   }
+  for (const BlockCopy& c : plan.copies) absl::StrAppend(&out, out.empty() ? "" : " ", "C", c.src, ">", c.dst);
   for (const int64_t id : plan.preempted) absl::StrAppend(&out, out.empty() ? "" : " ", "!", id);
   return out;
 }
@@ -180,8 +182,9 @@ inline void CheckPlan(const Scheduler& sched, const SchedulePlan& plan, const st
       dec += w.num_tokens;
     } else {
       seen_prefill = true;
-      // (A sequence admitted from the prefix cache may have only its last token left.)
-      const bool from_cache = w.start > 0 && w.start == s.num_registered_blocks * cfg.block_size;
+      // (A sequence admitted from the prefix cache, whole blocks and maybe a partial
+      // block's rows, may have only its last token left.)
+      const bool from_cache = w.start > 0 && w.start / cfg.block_size == s.num_registered_blocks;
       EXPECT_TRUE(!IsDecodeReady(s) || from_cache) << "sequence " << s.id << " should decode";
       EXPECT_LE(w.num_tokens, cfg.max_prefill_chunk);
       pre += w.num_tokens;
@@ -343,6 +346,15 @@ class SchedulerHarness {
   }
 
   std::vector<int32_t> Forward(const SchedulePlan& plan, const std::string& where) {
+    const auto bs = static_cast<size_t>(cfg_.block_size);
+    for (const BlockCopy& c : plan.copies) {
+      EXPECT_TRUE(c.src >= 0 && c.src < cfg_.num_blocks && c.dst >= 0 && c.dst < cfg_.num_blocks) << where;
+      EXPECT_EQ(sched_.blocks().ref_count(c.dst), 1) << where << ": copy into shared block " << c.dst;
+      EXPECT_FALSE(sched_.blocks().registered(c.dst)) << where << ": copy into cached block " << c.dst;
+      if (c.src == c.dst) continue;
+      std::copy_n(cache_.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(c.src) * bs), bs,
+                  cache_.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(c.dst) * bs));
+    }
     for (const ScheduledWork& w : plan.work) {
       const Sequence& s = *w.seq;
       std::vector<int32_t> prefix;
