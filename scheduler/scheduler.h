@@ -15,8 +15,8 @@
 //      sequences are admitted from the head of the waiting queue (FIFO; preempted ones
 //      are at the head) — each a chunk of up to
 //      max_prefill_chunk tokens — while the policy's prefill budget, max_running
-//      and free blocks allow, and a further item only while the step holds fewer than
-//      prompt_pack_rows rows (see the field). Admission never preempts: when the next waiting
+//      and free blocks allow, and a further item only when it ends its prompt and is
+//      shorter than the step's decode rows plus prompt_pack_rows (see the field). Admission never preempts: when the next waiting
 //      sequence's chunk does not get its blocks, admission stops (FIFO, no overtaking);
 //      a step that preempted admits nothing. With prefix caching, an admitted sequence
 //      first takes the longest cached prefix of its tokens (whole blocks, leaving at
@@ -86,13 +86,17 @@ struct SchedulerConfig {
                                        // steps when they fit in this many; 0 = bulk
   int32_t mixed_step_tokens = 12;      // kMixed with piggybacking: fill decode steps with
                                        // prompt tokens up to this many rows (>= 1)
-  // A step takes prompt work of a further sequence only while it holds fewer than this many
-  // rows (decode tokens + prompt tokens planned so far); the first prompt item always fits the
-  // budget. 0: no such limit (prompts packed up to the budget). Below some tens of rows a CPU
-  // step costs about one read of the weights, so small prompts ride along almost free; above,
-  // every row costs its own arithmetic, and computing prompts one after another (FCFS) gives
-  // each its first token sooner than computing them side by side, for the same total work.
-  // It also keeps a burst of requests from prefilling, decoding and finishing in lockstep.
+  // After a step's first prompt item, a further sequence's prompt work joins the step only
+  // when it ends that prompt there and has fewer rows than the step's decode rows plus this
+  // many; 0: no such limit (prompts packed up to the budget). Why: a step costs about
+  // F + c * rows (F: reading the weights; c: one row's arithmetic). With D decode rows in
+  // every step, prompts of a and b rows computed side by side both get their first token
+  // after F + c(D + a + b); one after another, a gets its token after F + c(D + a) and b a
+  // step F + c(D + b) later. The second order has the smaller sum of times to first token
+  // exactly when b > D + F/c, so this field is F/c: the rows a step's fixed cost is worth
+  // (for 16-bit weights, a CPU's arithmetic rate over its memory bandwidth: some tens).
+  // It also keeps requests that arrive together from prefilling, decoding and finishing in
+  // lockstep, which would make them arrive together again on their next turn.
   int32_t prompt_pack_rows = 0;
   bool prefix_caching = true;          // keep computed full blocks and share them by prefix
   BlockHashFn block_hash = HashBlockTokens;  // block keys (block_hash.h); tests force collisions

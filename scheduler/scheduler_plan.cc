@@ -111,13 +111,17 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const Prefi
   const int32_t bs = config_.block_size;
   int32_t items = 0;
   // Tokens left: the prefill budget and the step's max_batched_tokens, and none once
-  // max_items prefill items are planned or, after the first, the step holds
-  // prompt_pack_rows rows.
-  const int32_t pack_rows = config_.prompt_pack_rows > 0 ? config_.prompt_pack_rows : PrefillBudget::kUnlimited;
+  // max_items prefill items are planned.
   auto budget = [&] {
     if (items >= max_items) return 0;
-    if (items > 0 && plan.num_tokens() >= pack_rows) return 0;
     return std::min(prefill_budget - plan.num_prefill_tokens, config_.max_batched_tokens - plan.num_tokens());
+  };
+  // Whether prompt work of `n` rows, of a sequence with `left` tokens to compute, joins the
+  // step: the first item always; a further one when it ends the prompt and is shorter than
+  // the step's decode rows plus prompt_pack_rows (SchedulerConfig::prompt_pack_rows).
+  const int32_t pack_rows = config_.prompt_pack_rows;
+  auto joins = [&](int64_t n, int64_t left) {
+    return items == 0 || pack_rows == 0 || (n == left && n < int64_t{plan.num_decode_tokens} + pack_rows);
   };
   // Running sequences part-way through their (re)computation: next chunk, oldest first.
   // A chunk shrinks to the blocks that are free; with none, the newest running sequence
@@ -125,6 +129,9 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const Prefi
   for (size_t i = 0; i < running_.size() && budget() > 0; ++i) {
     Sequence& s = *running_[i];
     if (DecodeReady(s)) continue;
+    if (!joins(std::min<int64_t>({s.num_uncomputed(), config_.max_prefill_chunk, budget()}), s.num_uncomputed())) {
+      break;
+    }
     bool self_preempted = false;
     while (Capacity(s, pool_.num_available(), bs) < 1) {
       self_preempted = (i + 1 == running_.size());
@@ -160,6 +167,7 @@ void Scheduler::SchedulePrefills(SchedulePlan& plan, absl::Time now, const Prefi
     const BlockPool::PartialHit partial = MatchPartial(s, hits, scratch_blocks_);
     const int32_t start = hits * bs + partial.rows;
     const int32_t n = std::min({s.num_tokens() - start, config_.max_prefill_chunk, budget()});
+    if (!joins(n, s.num_tokens() - start)) break;
     const int32_t need = (start + n + bs - 1) / bs - hits;
     if (need > pool_.num_available() - idle_hits) break;
     for (const int32_t id : scratch_blocks_) {

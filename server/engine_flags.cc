@@ -54,9 +54,10 @@ ABSL_FLAG(int32_t, mixed_step_tokens, llmserve::EngineSpec{}.mixed_step_tokens,
           "mixed policy with piggybacking: rows a decode step is filled up to with prompt tokens (about where a "
           "decode step stops costing just one read of the weights)");
 ABSL_FLAG(int32_t, prompt_pack_rows, llmserve::EngineSpec{}.prompt_pack_rows,
-          "a step takes another sequence's prompt tokens only while it holds fewer rows than this (decode + "
-          "prompt tokens): past the rows a CPU step gets for one read of the weights, prompts are computed one "
-          "after another, so each gets its first token sooner; 0 = pack prompts up to --max-batched-tokens");
+          "after a step's first prompt, another sequence's prompt joins it only when it ends there and has fewer "
+          "rows than the step's decode rows plus this many (the rows a step's read of the weights is worth): "
+          "longer prompts are computed one after another, so each gets its first token sooner; 0 = pack prompts "
+          "up to --max-batched-tokens");
 ABSL_FLAG(std::string, prefix_caching, llmserve::EngineSpec{}.prefix_caching ? "on" : "off",
           "on: keep computed KV blocks after their requests end and share them with later requests whose "
           "prompts start with the same tokens (and cache_salt); off: every prompt is computed in full");

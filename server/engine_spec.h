@@ -7,7 +7,7 @@
 // defaults from SchedulerConfig / EngineConfig; the rest are set here. The exceptions,
 // on purpose: max_prefill_chunk 0 stands for max_batched_tokens (SchedulerConfig holds
 // the resolved number), and prefill_spread_steps is 128 here (the product's piggybacking)
-// and prompt_pack_rows 64 (the product's one-prompt-after-another prefill) while
+// and prompt_pack_rows 16 (the product's one-prompt-after-another prefill) while
 // SchedulerConfig's 0s keep them off for the scheduler's own tests and fakes.
 #pragma once
 
@@ -62,7 +62,8 @@ struct EngineSpec {
                                        // decode steps; 0 = off (scheduler/scheduler.h)
   int32_t mixed_step_tokens = SchedulerConfig{}.mixed_step_tokens;  // piggybacking: fill decode steps up to
                                                                     // this many rows
-  int32_t prompt_pack_rows = 64;   // a step starts another sequence's prompt only below this many rows
+  int32_t prompt_pack_rows = 16;   // a further prompt joins a step only below its decode rows
+                                   // plus this many (SchedulerConfig::prompt_pack_rows)
                                    // (scheduler/scheduler.h); 0 = pack prompts up to the step's budget
   bool prefix_caching = SchedulerConfig{}.prefix_caching;  // share computed KV blocks by prompt prefix
   int32_t channel_capacity = static_cast<int32_t>(EngineConfig{}.channel_capacity);  // deltas queued per

@@ -78,7 +78,7 @@ TEST(EngineFlagsTest, DefaultsAreEngineSpecsAndAgreeWithTheScheduler) {
   EXPECT_EQ(plain.prefill_spread_steps, 0);
   EXPECT_EQ(resolved.prefill_spread_steps, 128);
   EXPECT_EQ(plain.prompt_pack_rows, 0);
-  EXPECT_EQ(resolved.prompt_pack_rows, 64);
+  EXPECT_EQ(resolved.prompt_pack_rows, 16);
 }
 
 TEST(EngineFlagsTest, ServerAndLlmrunBuildTheSameEngineForTheSameFlags) {

@@ -130,16 +130,18 @@ const PolicyCase kPolicyCases[] = {
      {"P1@0+2s P2@0+6", "P2@6+8", "P2@14+8", "D1@2", "P2@22+8", "P2@30+8", "D1@3", "P2@38+2s", "D1@4", "D1@5", "D1@6"}},
     {"chunked_piggyback", &kChunked, Piggyback(6, 16),
      {"P1@0+2s", "D1@2 P2@0+5", "D1@3 P2@5+5", "D1@4 P2@10+5", "D1@5 P2@15+5", "D1@6 P2@20+5", "P2@25+8", "P2@33+7s"}},
-    // prompt_pack_rows: a further prompt only while the step holds fewer rows. The burst's
-    // prompts are computed one after another, each with the decodes of those before it...
+    // prompt_pack_rows: a further prompt only when it ends there and has fewer rows than the
+    // step's decodes plus prompt_pack_rows. The burst's prompts are computed one after another
+    // (no step has room for a whole second one), each with the decodes of those before it...
     {"burst_bulk_packed_below_8_rows", &kBurst, Bulk(),
      {"P1@0+8s", "D1@8 P2@0+8s", "D1@9 D2@8 P3@0+8s", "D1@10 D2@9 D3@8"}, 8},
-    // ... one-token prompts ride together until the step holds 3 rows, and a step whose
-    // decodes alone reach the limit still takes the next prompt.
+    // ... one-token prompts ride together (1 < 0 + 3), a 9-token one does not join them
+    // (9 >= 0 + 3), and a step's first prompt needs no room.
     {"long_behind_decodes_bulk_packed_below_3_rows", &kLongBehindDecodes, Bulk(),
      {"P1@0+1s P2@0+1s P3@0+1s", "D1@1 D2@1 D3@1 P4@0+9s", "D1@2 D2@2 D3@2", "D1@3 D2@3 D3@3", "D1@4 D2@4 D3@4"}, 3},
+    // ... and a chunk that does not end its prompt never joins a step as a further item.
     {"chunked_separate_packed_below_4_rows", &kChunked, Separate(2),
-     {"P1@0+2s P2@0+6", "P2@6+8", "P2@14+8", "D1@2", "P2@22+8", "P2@30+8", "D1@3", "P2@38+2s", "D1@4", "D1@5", "D1@6"},
+     {"P1@0+2s", "P2@0+8", "P2@8+8", "D1@2", "P2@16+8", "P2@24+8", "D1@3", "P2@32+8s", "D1@4", "D1@5", "D1@6"},
      4},
 };
 

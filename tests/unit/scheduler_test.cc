@@ -290,6 +290,22 @@ TEST(SchedulerStepTest, EmptySchedulerPlansNothing) {
   EXPECT_EQ(plan.num_tokens(), 0);
 }
 
+TEST(SchedulerStepTest, AFurtherPromptJoinsBelowTheDecodeRowsPlusPromptPackRows) {
+  SchedulerConfig cfg = Cfg(4, 64, 8, 64, 64);
+  cfg.prompt_pack_rows = 3;
+  SchedulerHarness h(cfg);
+  ASSERT_TRUE(h.Add(1, 1, 8).ok());
+  ASSERT_TRUE(h.Add(2, 1, 8).ok());
+  ASSERT_TRUE(h.Add(3, 3, 8).ok());
+  EXPECT_EQ(h.Step(), "P1@0+1s P2@0+1s");  // 1 < 0 decodes + 3; then 3 >= 0 + 3
+  ASSERT_TRUE(h.Add(4, 4, 8).ok());
+  EXPECT_EQ(h.Step(), "D1@1 D2@1 P3@0+3s P4@0+4s");  // 4 < 2 decodes + 3
+  ASSERT_TRUE(h.Add(5, 6, 8).ok());
+  ASSERT_TRUE(h.Add(6, 8, 8).ok());
+  EXPECT_EQ(h.Step(), "D1@2 D2@2 D3@3 D4@4 P5@0+6s");  // 8 >= 4 decodes + 3
+  EXPECT_EQ(h.Step(), "D1@3 D2@3 D3@4 D4@5 D5@6 P6@0+8s");
+}
+
 TEST(SchedulerStepTest, PreemptedSequenceState) {
   SchedulerHarness h(Cfg(2, 4, 4, 16, 16));
   ASSERT_TRUE(h.Add(1, 3, 4).ok());
