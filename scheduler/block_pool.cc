@@ -128,7 +128,9 @@ bool BlockPool::RegisterPartial(int32_t id, uint64_t parent_key, int32_t parent,
                                 std::string_view salt) {
   if (id < 0 || id >= num_total() || refcount_[static_cast<size_t>(id)] <= 0) PoolBug("Register of a free block", id);
   if (parent >= num_total() || parent == id) PoolBug("Register with a bad parent", id);
-  if (tokens.empty() || tokens.size() >= static_cast<size_t>(block_size_)) PoolBug("RegisterPartial of a full block", id);
+  if (tokens.empty() || tokens.size() >= static_cast<size_t>(block_size_)) {
+    PoolBug("RegisterPartial of an empty or full block", id);
+  }
   Meta& m = meta_[static_cast<size_t>(id)];
   if (m.registered) PoolBug("Register of a registered block", id);
   std::vector<int32_t>& ids = partial_[parent_key];

@@ -16,7 +16,8 @@
 //      are at the head) — each a chunk of up to
 //      max_prefill_chunk tokens — while the policy's prefill budget, max_running
 //      and free blocks allow, and a further item only when it ends its prompt and is
-//      shorter than the step's decode rows plus prompt_pack_rows (see the field). Admission never preempts: when the next waiting
+//      shorter than the step's decode rows plus prompt_pack_rows (see the field).
+//      Admission never preempts: when the next waiting
 //      sequence's chunk does not get its blocks, admission stops (FIFO, no overtaking);
 //      a step that preempted admits nothing. With prefix caching, an admitted sequence
 //      first takes the longest cached prefix of its tokens (whole blocks, leaving at
@@ -221,7 +222,7 @@ class Scheduler {
   void RegisterComputed(Sequence& s);
   // Prefix caching: the cached partial block continuing s's `hits` leading cached blocks
   // (ids in `hit_ids`) best, leaving at least s's last token to compute.
-  BlockPool::PartialHit MatchPartial(Sequence& s, int32_t hits, std::span<const int32_t> hit_ids) const;
+  BlockPool::PartialHit MatchPartial(const Sequence& s, int32_t hits, std::span<const int32_t> hit_ids) const;
   // Releases s's blocks; with `keep_tail` (its computed KV is sound) and prefix caching, its
   // partly computed last block is first registered as a partial block.
   void ReleaseBlocks(Sequence& s, bool keep_tail);

@@ -40,7 +40,8 @@ void Scheduler::RegisterComputed(Sequence& s) {
     for (int32_t i = 0; i < bs; ++i) scratch_tokens_[static_cast<size_t>(i)] = s.token(j * bs + i);
     const int32_t parent = j == 0 ? -1 : s.block_table[static_cast<size_t>(j - 1)];
     int32_t& id = s.block_table[static_cast<size_t>(j)];
-    const int32_t holder = pool_.Register(id, s.block_keys[static_cast<size_t>(j)], parent, scratch_tokens_, s.cache_salt);
+    const int32_t holder =
+        pool_.Register(id, s.block_keys[static_cast<size_t>(j)], parent, scratch_tokens_, s.cache_salt);
     if (holder >= 0 && holder != id) {
       // Another sequence computed the same block first: share that one and free this copy,
       // so that the blocks after it chain to the registered one and stay reachable.
@@ -53,7 +54,7 @@ void Scheduler::RegisterComputed(Sequence& s) {
   s.num_registered_blocks = full;
 }
 
-BlockPool::PartialHit Scheduler::MatchPartial(Sequence& s, int32_t hits, std::span<const int32_t> hit_ids) const {
+BlockPool::PartialHit Scheduler::MatchPartial(const Sequence& s, int32_t hits, std::span<const int32_t> hit_ids) const {
   const int32_t bs = config_.block_size;
   const int32_t start = hits * bs;
   const int32_t max_rows = std::min(bs - 1, s.num_tokens() - 1 - start);

@@ -1,7 +1,8 @@
 // Scheduler: prefix caching. Sharing cached blocks between sequences, leaving the last
 // token to compute, LRU eviction, refcounts after cancel and preemption, salt isolation,
-// a forced hash collision, and copying a cached partial last block into the next turn. The harness checks the pool and the block tables after
-// every step and fails any sequence that reads KV of another prefix.
+// a forced hash collision, and copying a cached partial last block into the next turn.
+// The harness checks the pool and the block tables after every step and fails any
+// sequence that reads KV of another prefix.
 #include <span>
 #include <string>
 #include <vector>

@@ -96,7 +96,7 @@ absl::StatusCode ExpectedAddCode(const Scheduler& s, const Pending& p) {
 // What a run went through, so the test can show it covered the interesting paths.
 struct Coverage {
   int64_t preemptions = 0, refused_full = 0, refused_invalid = 0, aborts = 0, separate_runs = 0;
-  int64_t hit_tokens = 0, evictions = 0, rejected = 0;
+  int64_t hit_tokens = 0, evictions = 0, rejected = 0, copies = 0;
   std::map<SequenceState, int> finishes;
 };
 
@@ -163,6 +163,7 @@ void RandomRun(uint32_t seed, int num_requests, Coverage& cov) {
   cov.hit_tokens += h.sched().prefix_hit_tokens();
   cov.evictions += h.sched().blocks().num_evictions();
   cov.rejected += h.sched().prefix_rejected_hits();
+  cov.copies += h.num_copies();
   EXPECT_EQ(h.sched().blocks().num_free() + h.sched().blocks().num_cached(), cfg.num_blocks);
   for (const auto& [id, f] : h.finished()) ++cov.finishes[f->state];
   EXPECT_EQ(next, pending.size());
@@ -198,18 +199,20 @@ TEST(SchedulerRandomTest, RunsToCompletionWithInvariants) {
   EXPECT_GT(cov.hit_tokens, 0);
   EXPECT_GT(cov.evictions, 0);
   EXPECT_GT(cov.rejected, 0);
+  EXPECT_GT(cov.copies, 0);
   for (SequenceState s : {SequenceState::kFinishedEos, SequenceState::kFinishedStopToken,
                           SequenceState::kFinishedLength, SequenceState::kFinishedCancelled}) {
     EXPECT_GT(cov.finishes[s], 0) << SequenceStateName(s);
   }
   std::printf("random runs: %lld preemptions, %lld full refusals, %lld invalid, %lld aborts, %lld separate runs,"
-              " %d eos, %d stop ids, %d length, %lld cache-hit tokens, %lld evictions, %lld rejected hits\n",
+              " %d eos, %d stop ids, %d length, %lld cache-hit tokens, %lld evictions, %lld rejected hits,"
+              " %lld partial-block copies\n",
               static_cast<long long>(cov.preemptions), static_cast<long long>(cov.refused_full),
               static_cast<long long>(cov.refused_invalid), static_cast<long long>(cov.aborts),
               static_cast<long long>(cov.separate_runs), cov.finishes[SequenceState::kFinishedEos],
               cov.finishes[SequenceState::kFinishedStopToken], cov.finishes[SequenceState::kFinishedLength],
               static_cast<long long>(cov.hit_tokens), static_cast<long long>(cov.evictions),
-              static_cast<long long>(cov.rejected));
+              static_cast<long long>(cov.rejected), static_cast<long long>(cov.copies));
 }
 
 TEST(SchedulerRandomTest, FakeModelHashIsPrefixSensitive) {

@@ -200,7 +200,9 @@ class FakeEngineModel final : public EngineModel {
     if (state_->TakeFailure()) return absl::InternalError("injected failure");
     ++batch_no_;
     for (const BlockCopy& c : batch.block_copies) {
-      if (c.src < 0 || c.src >= o_.num_blocks || c.dst < 0 || c.dst >= o_.num_blocks) return Bad("block copy out of range");
+      if (c.src < 0 || c.src >= o_.num_blocks || c.dst < 0 || c.dst >= o_.num_blocks) {
+        return Bad("block copy out of range");
+      }
       if (c.src == c.dst) continue;
       std::copy_n(slots_.begin() + static_cast<ptrdiff_t>(c.src) * o_.block_size, o_.block_size,
                   slots_.begin() + static_cast<ptrdiff_t>(c.dst) * o_.block_size);

@@ -279,6 +279,7 @@ class SchedulerHarness {
     SchedulePlan plan = sched_.Schedule(now_);
     CheckPlan(sched_, plan, where);
     const std::string text = PlanString(plan);
+    copies_ += static_cast<int64_t>(plan.copies.size());
     last_decode_tokens_ = plan.num_decode_tokens;
     last_prefill_tokens_ = plan.num_prefill_tokens;
     last_decoders_skipped_ = 0;
@@ -325,6 +326,8 @@ class SchedulerHarness {
   int32_t last_prefill_tokens() const { return last_prefill_tokens_; }
   // Sequences ready to decode that the last step left without a token.
   int32_t last_decoders_skipped() const { return last_decoders_skipped_; }
+  // Block copies (cached partial blocks reused) in every plan so far.
+  int64_t num_copies() const { return copies_; }
 
  private:
   void Record(std::unique_ptr<Sequence> s) {
@@ -399,6 +402,7 @@ class SchedulerHarness {
   int32_t last_decode_tokens_ = 0;
   int32_t last_prefill_tokens_ = 0;
   int32_t last_decoders_skipped_ = 0;
+  int64_t copies_ = 0;
   std::map<int64_t, std::unique_ptr<Sequence>> finished_;
 };
 
