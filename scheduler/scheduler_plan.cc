@@ -205,10 +205,8 @@ void Scheduler::PreemptNewest(SchedulePlan& plan) {
     (it->kind == ScheduledWork::Kind::kDecode ? plan.num_decode_tokens : plan.num_prefill_tokens) -= it->num_tokens;
     plan.work.erase(it);
   }
-  // (Admission, the only source of copies, comes after every preemption of a step.)
-  std::erase_if(plan.copies, [&](const BlockCopy& c) {
-    return std::find(victim->block_table.begin(), victim->block_table.end(), c.dst) != victim->block_table.end();
-  });
+  // (No copy in the plan writes its blocks: admission, which plans copies, comes after
+  // every preemption of a step.)
   ReleaseBlocks(*victim, /*keep_tail=*/true);
   victim->num_computed = 0;
   victim->num_registered_blocks = 0;
