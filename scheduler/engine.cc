@@ -199,6 +199,7 @@ void Engine::Loop() {
     const absl::Time now = Now();
     ApplyDrained(now);
     ExpireDeadlines(now);
+    if (!finishing_.empty()) Publish();  // cancelled and expired requests end before the step
     RunStep();
   }
   Shutdown();
@@ -290,7 +291,7 @@ void Engine::Shutdown() {
 
 void Engine::FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& status) {
   active_.erase(seq->id);
-  outputs_->Finish(std::move(seq), status);
+  finishing_.emplace_back(std::move(seq), status);
 }
 
 void Engine::Publish() {
@@ -307,12 +308,17 @@ void Engine::Publish() {
   s.prefix_hit_tokens = scheduler_->prefix_hit_tokens();
   s.prefix_evictions = scheduler_->blocks().num_evictions();
   s.steps = steps_;
-  const int32_t finished = outputs_->TakeNumFinished();
-  bool idle = false;
   {
     std::lock_guard<std::mutex> lock(inbox_->mu);
     s.draining = inbox_->draining;
     inbox_->stats = s;
+  }
+  for (auto& [seq, status] : finishing_) outputs_->Finish(std::move(seq), status);
+  finishing_.clear();
+  const int32_t finished = outputs_->TakeNumFinished();
+  bool idle = false;
+  {
+    std::lock_guard<std::mutex> lock(inbox_->mu);
     inbox_->in_flight -= finished;
     idle = inbox_->in_flight == 0;
   }

@@ -181,9 +181,12 @@ class Engine {
   void Emit(const SchedulePlan& plan, std::vector<std::unique_ptr<Sequence>> finished, absl::Time now);
   // A failed Forward: the step's requests end with kFinishedError and `error`.
   void FailStep(const SchedulePlan& plan, const absl::Status& error, absl::Time now);
-  // Forgets a request the scheduler finished; the output processor pushes its final.
+  // Forgets a request the scheduler finished and queues it for its final (see Publish).
   void FinishRequest(std::unique_ptr<Sequence> seq, const absl::Status& status);
-  // Publishes Stats() and the finished count to other threads.
+  // Publishes Stats() to other threads, then has the output processor push the finals of
+  // the queued finished requests, then counts them out of in-flight. In that order, a
+  // client that starts its next call on seeing a final never finds the ended call still
+  // counted as running, and Drain never sees idle before every final is pushed.
   void Publish();
   // The configured clock.
   absl::Time Now() const { return config_.clock(); }
@@ -218,6 +221,7 @@ class Engine {
   std::vector<int32_t> sampled_ids_;             // per sampling item
   std::vector<SampledToken> sampled_;            // per sampling item
   std::vector<int64_t> scratch_ids_;             // expired / stop-matched ids
+  std::vector<std::pair<std::unique_ptr<Sequence>, absl::Status>> finishing_;  // finals Publish pushes
   absl::Time next_deadline_ = absl::InfiniteFuture();  // lower bound of held deadlines
   bool stalled_ = false;           // held sequences but the last plan was empty
   int64_t steps_ = 0;

@@ -1,6 +1,7 @@
 // Engine lifecycle with the fake model (tests/util/fake_engine_model.h): aborts before and
 // during scheduling, deadlines, a failing forward pass, drain and stop, slow readers
-// (coalesced deltas), the observer. Runs under ThreadSanitizer.
+// (coalesced deltas), the observer, stats already published at each final. Runs under
+// ThreadSanitizer.
 #include "scheduler/engine.h"
 
 #include <algorithm>
@@ -242,6 +243,48 @@ TEST(EngineTest, ObserverSeesStepsAndFinishes) {
   int64_t completion = 0;
   for (int i = 0; i < 6; ++i) completion += 4 + i;
   EXPECT_EQ(obs.completion_, completion);
+}
+
+// Reads the engine's published stats at each final, the moment the final is pushed: a
+// client may start its next call on seeing it (a connection's stream cap relies on this).
+class StatsAtFinalObserver : public EngineObserver {
+ public:
+  void OnFinished(const Sequence& seq, const GenerationFinal& /*f*/) override {
+    const EngineStats s = engine->Stats();
+    std::lock_guard<std::mutex> l(mu_);
+    ++finished_;
+    held_at_final_.push_back(s.running + s.waiting);
+    ended_.push_back(seq.id);
+  }
+  const Engine* engine = nullptr;
+  std::mutex mu_;
+  int32_t finished_ = 0;
+  std::vector<int32_t> held_at_final_;  // running + waiting seen at each final
+  std::vector<int64_t> ended_;
+};
+
+TEST(EngineTest, AFinalIsPushedOnlyWhenTheStatsNoLongerCountItsRequest) {
+  StatsAtFinalObserver obs;
+  Harness h(SmallConfig(), {}, nullptr, &obs);
+  obs.engine = h.engine.get();
+  // Three end by length at steps 3, 7 and 11; the fourth is aborted while step 12 is held.
+  std::vector<RequestHandle> hs;
+  for (int i = 0; i < 3; ++i) hs.push_back(MustSubmit(*h.engine, Greedy(Prompt(4, i), 3 + 4 * i)));
+  RequestHandle aborted = MustSubmit(*h.engine, Greedy(Prompt(4, 9), 100));
+  h.state->PauseAtCall(11);
+  h.engine->Start();
+  for (auto& x : hs) Collect(x);
+  ASSERT_TRUE(h.state->WaitBlocked(kWait));
+  h.engine->Abort(aborted.id, SequenceState::kFinishedCancelled);
+  h.state->Resume();
+  EXPECT_EQ(Collect(aborted).final_event.reason, SequenceState::kFinishedCancelled);
+  ASSERT_TRUE(h.engine->WaitIdle(kWait));
+  h.engine->Stop();
+  std::lock_guard<std::mutex> l(obs.mu_);
+  ASSERT_EQ(obs.finished_, 4);
+  EXPECT_EQ(obs.held_at_final_, (std::vector<int32_t>{3, 2, 1, 0}))
+      << "a final went out while the published stats still counted its request";
+  EXPECT_EQ(obs.ended_, (std::vector<int64_t>{hs[0].id, hs[1].id, hs[2].id, aborted.id}));
 }
 
 }  // namespace
