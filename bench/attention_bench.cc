@@ -5,7 +5,8 @@
 //
 // Cases: decode of 16 sequences at context 512, of 8 at context 192 (the middle of a
 // 128 + 128-token request, as in the serving benchmark), of 1 sequence at context 2048,
-// and a 512-token prefill (one chunk, causal). "hot" repeats one layer, whose K/V then
+// a 512-token prefill (one chunk, causal), and a prompt's last 64 tokens after 1024
+// cached ones (a prefix-cache hit). "hot" repeats one layer, whose K/V then
 // sit in the caches (16 MiB f32 for 16 × 512); "cold" walks the 22 layers in turn, so
 // the K/V come from DRAM as in a real step. "swept_prefetch_ab" (bf16 decode) sweeps
 // 64 MiB before each call and alternates the K/V prefetch stream on and off. Counters:
@@ -29,6 +30,7 @@
 #include "benchmark/benchmark.h"
 #include "model/kv_cache.h"
 #include "model/ops/paged_attention.h"
+#include "model/ops/small_gemm.h"
 #include "model/runtime_config.h"
 
 namespace {
@@ -43,7 +45,9 @@ int g_threads = 2;
 
 // The kernel a Transformer plans on this CPU, with or without the K/V prefetch stream.
 llmserve::AttentionOptions Options(bool kv_prefetch) {
-  return llmserve::AttentionOptions{llmserve::CpuFeatures::Detect().isa(), kv_prefetch};
+  const llmserve::CpuFeatures cpu = llmserve::CpuFeatures::Detect();
+  return llmserve::AttentionOptions{cpu.isa(), kv_prefetch,
+                                    llmserve::Bf16KernelFor(cpu) == llmserve::Bf16Kernel::kDot};
 }
 
 // A filled cache and a batch: `seqs` sequences of `rows` rows each after `cached` tokens.
@@ -197,6 +201,9 @@ void Register() {
       }
     }
     benchmark::RegisterBenchmark(("prefill_512/" + dt).c_str(), Attention, dtype, 1, 512, 0, false)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("suffix_64x1088/" + dt).c_str(), Attention, dtype, 1, 64, 1024, false)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
   }

@@ -11,6 +11,7 @@
 //                time (the bandwidth a decode step needs, to compare with the machine's).
 //   Prefill512   one 512-token prompt (capped at the context) from position 0;
 //                tokens_per_s and gflops (2 x linear-layer parameters per token).
+//   Suffix/N/C   (bf16) a prompt's last N tokens after C cached ones: a prefix-cache hit.
 // Skips with a message when LLMSERVE_BENCH_MODEL is unset. With LLMSERVE_BENCH_PROFILE=1,
 // each benchmark then runs a few more steps with the per-op profile on and prints where
 // a step's time goes (stderr). LLMSERVE_BENCH_SMALL_GEMM=0 builds the models without
@@ -46,6 +47,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
 #include "model/kv_cache.h"
@@ -352,6 +354,48 @@ void Prefill(benchmark::State& state, WeightVariant wv) {
   state.SetLabel(l.model->weight_format());
 }
 
+// A prompt's last `n` tokens after `cached` tokens already in the cache: what a prefix-
+// cache hit computes (the 1024 + 64 shape of bench/run_peer_bench.sh's prefix cell).
+// Prefills the cached part once, then forwards the n rows at positions cached.. each
+// iteration (rewriting the same rows); tokens_per_s counts the n rows, gflops the linear
+// layers only (the attention over the cached context is the difference to cached = 0).
+void Suffix(benchmark::State& state, WeightVariant wv) {
+  Loaded& l = Get(wv);
+  if (l.model == nullptr) return state.SkipWithError(l.error.c_str());
+  const llmserve::ModelConfig& c = l.model->config();
+  const int n = static_cast<int>(state.range(0));
+  const int cached = static_cast<int>(std::min<int64_t>(state.range(1), c.context_length - n));
+  if (cached < 0) return state.SkipWithError("the suffix does not fit the context");
+  const int64_t nblocks = (cached + n + 15) / 16;
+  auto cache = NewCache(c, nblocks, KvDType(wv.dtype));
+  if (cache == nullptr) return state.SkipWithError("cannot allocate the KV cache");
+  std::vector<int32_t> blocks(static_cast<size_t>(nblocks));
+  std::iota(blocks.begin(), blocks.end(), 0);
+  const std::vector<int32_t> tokens = RandomTokens(cached + n, c.vocab_size, 5);
+  std::vector<float> logits(static_cast<size_t>(c.vocab_size));
+  absl::Status st;
+  if (cached > 0) {
+    const std::vector<llmserve::ForwardBatch::Seq> prefix = {{0, cached, 0, blocks}};
+    const std::vector<int32_t> none;
+    st = l.model->Forward({std::span<const int32_t>(tokens).first(cached), prefix, none}, *cache, logits.data());
+    if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
+  }
+  const std::span<const int32_t> suffix = std::span<const int32_t>(tokens).subspan(cached);
+  const std::vector<llmserve::ForwardBatch::Seq> seqs = {{0, n, cached, blocks}};
+  const std::vector<int32_t> rows = {n - 1};
+  for (auto _ : state) {
+    st = l.model->Forward({suffix, seqs, rows}, *cache, logits.data());
+    benchmark::DoNotOptimize(logits.data());
+  }
+  if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
+  const std::string name = absl::StrCat("Suffix/", wv.name, "/", n, "/", cached);
+  MaybeProfile(name, *l.model, [&] { (void)l.model->Forward({suffix, seqs, rows}, *cache, logits.data()); });
+  const double steps = static_cast<double>(state.iterations());
+  state.counters["tokens_per_s"] = benchmark::Counter(steps * n, benchmark::Counter::kIsRate);
+  state.counters["gflops"] = benchmark::Counter(steps * n * 2.0 * LinearParams(c) * 1e-9, benchmark::Counter::kIsRate);
+  state.SetLabel(l.model->weight_format());
+}
+
 // Two weight variants of the model side by side (LLMSERVE_BENCH_WEIGHTS_AB, e.g. "bf16,int8"):
 // both packed, decode steps of batch 1 alternating between them, the median step of each
 // (<name>_ms) and their ratio (speedup = first / second). The machine's bandwidth moves by
@@ -413,6 +457,12 @@ BENCHMARK_CAPTURE(Decode, f32, kF32)->Arg(1)->Arg(16)->Unit(benchmark::kMillisec
 BENCHMARK_CAPTURE(Prefill, f32, kF32)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK_CAPTURE(Decode, bf16, kBf16)->Arg(1)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK_CAPTURE(Prefill, bf16, kBf16)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK_CAPTURE(Suffix, bf16, kBf16)
+    ->Args({64, 0})
+    ->Args({64, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
 BENCHMARK_CAPTURE(Decode, int8, kInt8)->Arg(1)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK_CAPTURE(Prefill, int8, kInt8)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK_CAPTURE(Decode, file, kFile)->Arg(1)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);

@@ -32,7 +32,8 @@ struct KernelPlan {
 //   dense M       DenseDispatchFor(weight_dtype, bf16 tile) (model/ops/linear.h)
 //   quantized     quant_kernel, else AVX-512 VNNI where the CPU has it and the isa allows
 //                 AVX-512, else the scalar reference
-//   attention     the isa's kernel, with the K/V prefetch stream
+//   attention     the isa's kernel, with the K/V prefetch stream; a bf16 cache computed
+//                 with vdpbf16ps or f32 FMAs as the bf16 tile
 // runtime must be valid (RuntimeConfig::Validate).
 KernelPlan PlanKernels(const RuntimeConfig& runtime, const CpuFeatures& cpu);
 

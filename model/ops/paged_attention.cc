@@ -111,7 +111,7 @@ void PagedAttention(const AttentionOptions& options, const KvCache& cache, int64
   a.out = out;
   a.out_stride = out_stride;
   a.window = window;
-  a.bf16_dot = HasAvx512Bf16(options.isa);
+  a.bf16_dot = HasAvx512Bf16(options.isa) && options.bf16_dot;
   a.kv_prefetch = avx512 && options.kv_prefetch;
 
   // The task list lives on the calling thread and keeps its capacity between calls.

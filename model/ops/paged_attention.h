@@ -13,12 +13,17 @@ namespace llmserve {
 // and passed to every call.
 struct AttentionOptions {
   // kScalar: the scalar kernel. kAvx512: the AVX-512 kernel, a bf16 cache widened to f32.
-  // kAvx512Bf16: the AVX-512 kernel, a bf16 cache computed with vdpbf16ps (queries and
-  // softmax probabilities rounded to bf16 pairs, as the bf16 matmuls round activations).
+  // kAvx512Bf16: the AVX-512 kernel, a bf16 cache computed as bf16_dot says.
   Isa isa = Isa::kScalar;
   // The AVX-512 kernel's K/V prefetch stream for decode tasks
   // (model/ops/paged_attention_prefetch.h). Results do not depend on it.
   bool kv_prefetch = true;
+  // With kAvx512Bf16: a bf16 cache computed with vdpbf16ps (queries and softmax
+  // probabilities rounded to bf16 pairs, as the bf16 matmuls round activations), or, when
+  // false, widened to f32 as with kAvx512 (the rule of the bf16 matmuls' tile,
+  // Bf16KernelFor: f32 FMAs on Intel). A task with many query blocks (prompt rows) widens
+  // each tile of the cache once for all of them.
+  bool bf16_dot = true;
 };
 
 // One sequence's part of the step.

@@ -34,6 +34,12 @@ constexpr int kTileVecs = 4;             // token vectors per tile
 constexpr int kTile = kVec * kTileVecs;  // score row stride
 constexpr int kQBlock = 4;               // queries sharing each load
 constexpr int kDBlock = 4;               // value vectors per accumulation pass
+// Query blocks from which a task over a bf16 cache widened to f32 (Bf16Math::kWiden)
+// widens each tile once, into f32 scratch the f32 kernels then read (WidenTile), instead
+// of in every query block's passes. Widening a tile (64 tokens of K and V: 256 loads and
+// 512 stores) costs about as many instructions as two or three query blocks' in-pass
+// widening, so from four on it saves work. Same products, same order: the same bits.
+constexpr int64_t kWideMinQueryBlocks = 4;
 constexpr float kLog2e = 1.44269504088896341f;
 static_assert(kVec == kVectorTokens && kTileVecs == kTileVectors, "TaskFirstToken's grid is this tiling");
 
@@ -50,7 +56,7 @@ enum class Bf16Math { kWiden, kDot };
 
 // Per-thread state, grown on demand and then reused: no allocation in steady state.
 struct Scratch {
-  std::vector<float> q, acc, p, m, l, corr;
+  std::vector<float> q, acc, p, m, l, corr, wk, wv;
   std::vector<uint32_t> qw, pw;
   KvPrefetchStream stream;
 };
@@ -60,6 +66,7 @@ struct Scratch {
 // per query).
 struct Buffers {
   float *q, *acc, *p, *m, *l, *corr;
+  float *wk, *wv;  // a widened tile: K (4 vectors of hdp dims x 16 tokens), V (64 rows of hdp)
   uint32_t *qw, *pw;
   KvPrefetchStream* stream;  // the thread's prefetch stream
 };
@@ -86,6 +93,7 @@ Buffers ThreadBuffers(int64_t nq, int64_t hdp) {
   Scratch& sc = ThreadScratch();
   return Buffers{Grow(sc.q, nq * hdp),      Grow(sc.acc, nq * hdp), Grow(sc.p, nq * kTile),
                  Grow(sc.m, nq),            Grow(sc.l, nq),         Grow(sc.corr, nq),
+                 Grow(sc.wk, kTileVecs * hdp * kVec), Grow(sc.wv, kTile * hdp),
                  Grow(sc.qw, nq * hdp / 2), Grow(sc.pw, nq * kPairRow), &sc.stream};
 }
 
@@ -200,6 +208,58 @@ void BuildTile(const KvCache& cache, int64_t layer, int64_t head, const int32_t*
   if (tile.n == 0) return;
   for (int v = tile.ntv; v < kTileVecs; ++v) tile.tv[v] = tile.tv[tile.ntv - 1];
   for (int i = tile.nrows; i < kTileRows; ++i) tile.vrows[i] = tile.vrows[tile.nrows - 1];
+}
+
+// A bf16 tile widened to f32 (WidenTile): K as token vectors in the f32 cache's layout
+// (dims of 16 floats, so 64 bytes between dims), V as one f32 row per token, the tile's
+// token j at vrows[j].
+struct WideTile {
+  TokenVec tv[kTileVecs];
+  const uint8_t* vrows[kTile];
+};
+
+// Widens `tile` of a bf16 cache (kstep: bytes between K dim pairs) into wk / wv (rows of
+// hd floats) and points `out` at them; masked lanes and a single pair's second token are
+// left out, as the widening kernels leave them out. Prefetches the K and V of `ahead`
+// into L2 meanwhile (the f32 kernels then run without a prefetch of their own).
+void WidenTile(const Tile& tile, int64_t hd, int64_t kstep, float* wk, float* wv, const Tile& ahead, WideTile& out) {
+  for (int v = 0; v < tile.ntv; ++v) {
+    const TokenVec& src = tile.tv[v];
+    float* dst = wk + v * hd * kVec;
+    const __mmask16 mask = FirstLanes(src.n);
+    for (int64_t j = 0; j < hd / 2; ++j) {
+      __m512 even, odd;
+      WidenPairs(_mm512_maskz_loadu_epi32(mask, src.k + j * kstep), even, odd);
+      _mm512_storeu_ps(dst + 2 * j * kVec, even);
+      _mm512_storeu_ps(dst + (2 * j + 1) * kVec, odd);
+    }
+    out.tv[v] = TokenVec{reinterpret_cast<const uint8_t*>(dst), nullptr, src.start, src.n};
+  }
+  for (int v = tile.ntv; v < kTileVecs; ++v) out.tv[v] = out.tv[tile.ntv - 1];
+  for (int i = 0; i < tile.nrows; ++i) {
+    const int64_t t = tile.first[i];
+    const bool pair = !tile.single[i];
+    for (int64_t d = 0; d < hd; d += kVec) {
+      const __mmask16 dm = FirstLanes(hd - d);
+      __m512 x0, x1;
+      WidenPairs(_mm512_maskz_loadu_epi32(dm, tile.vrows[i] + d * 4), x0, x1);
+      _mm512_mask_storeu_ps(wv + t * hd + d, dm, x0);
+      if (pair) _mm512_mask_storeu_ps(wv + (t + 1) * hd + d, dm, x1);
+    }
+    out.vrows[t] = reinterpret_cast<const uint8_t*>(wv + t * hd);
+    if (pair) out.vrows[t + 1] = reinterpret_cast<const uint8_t*>(wv + (t + 1) * hd);
+  }
+  if (ahead.n == 0) return;
+  for (int v = 0; v < ahead.ntv; ++v) {
+    for (int64_t j = 0; j < hd / 2; ++j) {
+      _mm_prefetch(reinterpret_cast<const char*>(ahead.tv[v].k + j * kstep), _MM_HINT_T1);
+    }
+  }
+  for (int i = 0; i < ahead.nrows; ++i) {
+    for (int64_t off = 0; off < hd * 4; off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(ahead.vrows[i] + off), _MM_HINT_T1);
+    }
+  }
 }
 
 // s[qb][j] = q[qb] · K[token j of the tile], for QB queries (rows of q, stride q_stride)
@@ -467,6 +527,9 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
   // so the stream may end short: the loss is prefetches, never results.
   const int64_t n_tiles = (n_tok - tok0 + kTile - 1) / kTile;
   const int64_t q_blocks = (nq + kQBlock - 1) / kQBlock;
+  // Widen each tile once for all query blocks (kWideMinQueryBlocks).
+  const bool wide = kBf16 && !kDot && q_blocks >= kWideMinQueryBlocks;
+  WideTile wt;
   const int64_t value_passes = (hd + kDBlock * kVec - 1) / (kDBlock * kVec);
   const int64_t per_tile = kBf16 ? hd / 2 + value_passes * (kTile / 2) : hd + value_passes * kTile;
   buf.stream->Plan(a, t, successor, n_tiles * q_blocks * per_tile);
@@ -492,6 +555,7 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
     const int ntv = tile.ntv;
     // Rows at positions < t0 see nothing of this tile (nor of later ones).
     const int64_t q_first = Max(0, t0 - first_pos) * g;
+    if (wide) WidenTile(tile, hd, kstep, buf.wk, buf.wv, *ahead, wt);
 
     for (int64_t b0 = q_first; b0 < nq; b0 += kQBlock) {
       const int64_t qb = Min(kQBlock, nq - b0);
@@ -499,6 +563,9 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
       if constexpr (kDot) {
         kKernel<ScoresDotK>[pfb][qb - 1][ntv - 1](qw + b0 * hdp / 2, hdp / 2, hd, tv, kstep, p + b0 * kTile,
                                                    ahead->tv, buf.stream);
+      } else if (wide) {
+        kKernel<ScoresK<false>>[false][qb - 1][ntv - 1](qs + b0 * hdp, hdp, hd, wt.tv, kVec * 4, p + b0 * kTile, wt.tv,
+                                                        buf.stream);
       } else {
         kKernel<ScoresK<kBf16>>[pfb][qb - 1][ntv - 1](qs + b0 * hdp, hdp, hd, tv, kstep, p + b0 * kTile, ahead->tv,
                                                       buf.stream);
@@ -560,7 +627,10 @@ void RunTask(const Args& a, const Task& t, const Task* successor) {
       }
       for (int64_t d0 = 0; d0 < hd; d0 += kDBlock * kVec) {
         const int64_t dv = Min(kDBlock, (hd - d0 + kVec - 1) / kVec);
-        if constexpr (kBf16) {
+        if (wide) {
+          kKernel<AccumulateK>[false][qb - 1][dv - 1](acc + b0 * hdp, hdp, corr + b0, p + b0 * kTile, wt.vrows, limit,
+                                                      d0, hd, wt.vrows, buf.stream);
+        } else if constexpr (kBf16) {
           kKernel<PairsK<kMath>>[pfb][qb - 1][dv - 1](acc + b0 * hdp, hdp, corr + b0, p + b0 * kTile,
                                                         pw + b0 * kPairRow, tile, npairs, d0, hd, ahead->vrows,
                                                         buf.stream);

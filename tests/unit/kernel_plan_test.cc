@@ -38,10 +38,11 @@ TEST(KernelPlanTest, DefaultsOnAnAmdAvx512Cpu) {
   EXPECT_EQ(p.linear.dense.small_gemm.bf16_kernel, Bf16Kernel::kDot);
   EXPECT_EQ(p.linear.dense.small_gemm.block_steps, kSmallGemmBlockSteps);
   EXPECT_EQ(p.attention.isa, Isa::kAvx512Bf16);
+  EXPECT_TRUE(p.attention.bf16_dot);
   EXPECT_TRUE(p.attention.kv_prefetch);
   EXPECT_EQ(p.Describe(),
             "isa avx512-bf16 | bf16 layers gemv 1-4, small-batch/dot 5-32, onednn 33+ | quantized avx512-vnni | "
-            "attention avx512-bf16 with K/V prefetch");
+            "attention avx512-bf16 (bf16 dot) with K/V prefetch");
 }
 
 TEST(KernelPlanTest, IntelRunsEveryBf16ProductOnTheFmaKernel) {
@@ -50,6 +51,10 @@ TEST(KernelPlanTest, IntelRunsEveryBf16ProductOnTheFmaKernel) {
   EXPECT_EQ(bf16.linear.dense.small_gemm_min_rows, 1);
   EXPECT_EQ(bf16.linear.dense.small_gemm_max_rows, kSmallGemmFmaDispatchRows);
   EXPECT_EQ(DescribeDenseDispatch(DType::kBF16, bf16.linear.isa, bf16.linear.dense), "small-batch/fma");
+  // Attention over a bf16 cache follows the same rule: widened to f32.
+  EXPECT_FALSE(bf16.attention.bf16_dot);
+  EXPECT_NE(bf16.Describe().find("attention avx512-bf16 (bf16 fma) with K/V prefetch"), std::string::npos)
+      << bf16.Describe();
   // f32 weights have no bf16 tile: the same dispatch as on any AVX-512 CPU.
   const KernelPlan f32 = PlanKernels(Runtime(DType::kF32), Avx512Cpu(true));
   EXPECT_EQ(f32.linear.dense.small_gemm_min_rows, kSmallGemmMinRows);
@@ -97,8 +102,10 @@ TEST(KernelPlanTest, ChoicesOverrideTheRules) {
   KernelPlan p = PlanKernels(rt, Avx512Cpu(false));
   EXPECT_EQ(p.linear.dense.small_gemm.bf16_kernel, Bf16Kernel::kFma);
   EXPECT_EQ(p.linear.dense.small_gemm_min_rows, 1);  // the FMA kernel's dispatch
+  EXPECT_FALSE(p.attention.bf16_dot);  // the bf16 tile's choice holds for attention too
   EXPECT_FALSE(p.attention.kv_prefetch);
-  EXPECT_NE(p.Describe().find("attention avx512-bf16 without K/V prefetch"), std::string::npos) << p.Describe();
+  EXPECT_NE(p.Describe().find("attention avx512-bf16 (bf16 fma) without K/V prefetch"), std::string::npos)
+      << p.Describe();
 
   rt = Runtime(DType::kBF16);
   rt.kernels.small_gemm_min_rows = 1;
