@@ -16,22 +16,21 @@
 // dim of a token pair (the cache's layouts). Where the CPU has AVX512_BF16, the queries
 // and the probabilities are rounded to bf16 pairs too and each word takes one vdpbf16ps
 // (two products, f32 sums): half the arithmetic instructions of widening, as the bf16
-// matmuls do with their activations. Without it the words are widened to f32.
+// matmuls do with their activations. Without it the words are widened to f32. The tiles
+// (where their tokens are, and their widening once per task) are in paged_attention_tile.h.
 #include <limits>
 #include <utility>
 #include <vector>
 
 #include "model/ops/paged_attention_internal.h"
 #include "model/ops/paged_attention_prefetch.h"
+#include "model/ops/paged_attention_tile.h"
 #include "model/ops/simd_math.h"  // <immintrin.h> without GCC 12's false warnings
 
 namespace llmserve::attention {
 
 namespace {
 
-constexpr int kVec = 16;                 // floats per vector
-constexpr int kTileVecs = 4;             // token vectors per tile
-constexpr int kTile = kVec * kTileVecs;  // score row stride
 constexpr int kQBlock = 4;               // queries sharing each load
 constexpr int kDBlock = 4;               // value vectors per accumulation pass
 // Query blocks from which a task over a bf16 cache widened to f32 (Bf16Math::kWiden)
@@ -41,15 +40,6 @@ constexpr int kDBlock = 4;               // value vectors per accumulation pass
 // widening, so from four on it saves work. Same products, same order: the same bits.
 constexpr int64_t kWideMinQueryBlocks = 4;
 constexpr float kLog2e = 1.44269504088896341f;
-static_assert(kVec == kVectorTokens && kTileVecs == kTileVectors, "TaskFirstToken's grid is this tiling");
-
-// Up to 16 consecutive tokens of one block (the first at an even slot).
-struct TokenVec {
-  const uint8_t* k;  // word of the first token's dim 0 (f32) or dim pair 0 (bf16)
-  const uint8_t* v;  // the first token's V row (f32) or token pair row (bf16)
-  int64_t start;     // position of the first token
-  int64_t n;         // tokens, 1..16
-};
 
 // Arithmetic on a bf16 cache: widened to f32, or vdpbf16ps on bf16 pairs.
 enum class Bf16Math { kWiden, kDot };
@@ -151,116 +141,6 @@ inline __m512 Exp2(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-// 16 keys of one dim pair (bf16 words) widened to f32: (even dims, odd dims).
-inline void WidenPairs(__m512i w, __m512& even, __m512& odd) {
-  even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-  odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
-}
-
-// Most V rows of a tile: its tokens (f32), or its token pairs (bf16: a vector of n tokens
-// has (n + 1) / 2 pairs).
-constexpr int kTileRows = kTile / 2 + kTileVecs > kTile ? kTile / 2 + kTileVecs : kTile;
-
-// The tokens of one tile: up to 4 vectors, and the V rows: one per token (f32), or one
-// per token pair (bf16), in token order.
-struct Tile {
-  TokenVec tv[kTileVecs];
-  const uint8_t* vrows[kTileRows];
-  int16_t first[kTileRows];  // bf16: the pair's first token (index in the tile)
-  bool single[kTileRows];    // bf16: the pair's second token is not the tile's (odd vector)
-  int pair_base[kTileVecs];  // bf16: index of each vector's first pair
-  int ntv = 0, nrows = 0;
-  int64_t start = 0, n = 0;  // tokens [start, start + n)
-};
-
-// The tile of tokens from t0 on (empty when t0 >= n_tok). vrow: bytes of a V row (a
-// token's, or a token pair's). Unused vectors and rows repeat the last used one, so that
-// prefetching from any of them is harmless.
-template <bool kBf16>
-void BuildTile(const KvCache& cache, int64_t layer, int64_t head, const int32_t* table, int64_t vrow, int64_t t0,
-               int64_t n_tok, Tile& tile) {
-  const int64_t bs = cache.config().block_size;
-  tile.ntv = 0;
-  tile.nrows = 0;
-  tile.start = t0;
-  int64_t tt = t0;
-  while (tile.ntv < kTileVecs && tt < n_tok) {
-    const int64_t block = table[tt / bs], off = tt % bs;  // off is a multiple of 16
-    const int64_t n = Min(kVec, Min(bs - off, n_tok - tt));
-    TokenVec& v = tile.tv[tile.ntv];
-    if constexpr (kBf16) {
-      v = TokenVec{cache.K(layer, block, head) + off * 4, cache.V(layer, block, head) + (off / 2) * vrow, tt, n};
-      tile.pair_base[tile.ntv] = tile.nrows;
-      for (int64_t i = 0; i < n; i += 2) {
-        tile.vrows[tile.nrows] = v.v + (i / 2) * vrow;
-        tile.first[tile.nrows] = static_cast<int16_t>(tt - t0 + i);
-        tile.single[tile.nrows] = i + 1 == n;
-        ++tile.nrows;
-      }
-    } else {
-      v = TokenVec{cache.K(layer, block, head) + off * 4, cache.V(layer, block, head) + off * vrow, tt, n};
-      for (int64_t i = 0; i < n; ++i) tile.vrows[tile.nrows++] = v.v + i * vrow;
-    }
-    ++tile.ntv;
-    tt += n;
-  }
-  tile.n = tt - t0;
-  if (tile.n == 0) return;
-  for (int v = tile.ntv; v < kTileVecs; ++v) tile.tv[v] = tile.tv[tile.ntv - 1];
-  for (int i = tile.nrows; i < kTileRows; ++i) tile.vrows[i] = tile.vrows[tile.nrows - 1];
-}
-
-// A bf16 tile widened to f32 (WidenTile): K as token vectors in the f32 cache's layout
-// (dims of 16 floats, so 64 bytes between dims), V as one f32 row per token, the tile's
-// token j at vrows[j].
-struct WideTile {
-  TokenVec tv[kTileVecs];
-  const uint8_t* vrows[kTile];
-};
-
-// Widens `tile` of a bf16 cache (kstep: bytes between K dim pairs) into wk / wv (rows of
-// hd floats) and points `out` at them; masked lanes and a single pair's second token are
-// left out, as the widening kernels leave them out. Prefetches the K and V of `ahead`
-// into L2 meanwhile (the f32 kernels then run without a prefetch of their own).
-void WidenTile(const Tile& tile, int64_t hd, int64_t kstep, float* wk, float* wv, const Tile& ahead, WideTile& out) {
-  for (int v = 0; v < tile.ntv; ++v) {
-    const TokenVec& src = tile.tv[v];
-    float* dst = wk + v * hd * kVec;
-    const __mmask16 mask = FirstLanes(src.n);
-    for (int64_t j = 0; j < hd / 2; ++j) {
-      __m512 even, odd;
-      WidenPairs(_mm512_maskz_loadu_epi32(mask, src.k + j * kstep), even, odd);
-      _mm512_storeu_ps(dst + 2 * j * kVec, even);
-      _mm512_storeu_ps(dst + (2 * j + 1) * kVec, odd);
-    }
-    out.tv[v] = TokenVec{reinterpret_cast<const uint8_t*>(dst), nullptr, src.start, src.n};
-  }
-  for (int v = tile.ntv; v < kTileVecs; ++v) out.tv[v] = out.tv[tile.ntv - 1];
-  for (int i = 0; i < tile.nrows; ++i) {
-    const int64_t t = tile.first[i];
-    const bool pair = !tile.single[i];
-    for (int64_t d = 0; d < hd; d += kVec) {
-      const __mmask16 dm = FirstLanes(hd - d);
-      __m512 x0, x1;
-      WidenPairs(_mm512_maskz_loadu_epi32(dm, tile.vrows[i] + d * 4), x0, x1);
-      _mm512_mask_storeu_ps(wv + t * hd + d, dm, x0);
-      if (pair) _mm512_mask_storeu_ps(wv + (t + 1) * hd + d, dm, x1);
-    }
-    out.vrows[t] = reinterpret_cast<const uint8_t*>(wv + t * hd);
-    if (pair) out.vrows[t + 1] = reinterpret_cast<const uint8_t*>(wv + (t + 1) * hd);
-  }
-  if (ahead.n == 0) return;
-  for (int v = 0; v < ahead.ntv; ++v) {
-    for (int64_t j = 0; j < hd / 2; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(ahead.tv[v].k + j * kstep), _MM_HINT_T1);
-    }
-  }
-  for (int i = 0; i < ahead.nrows; ++i) {
-    for (int64_t off = 0; off < hd * 4; off += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(ahead.vrows[i] + off), _MM_HINT_T1);
-    }
-  }
-}
 
 // s[qb][j] = q[qb] · K[token j of the tile], for QB queries (rows of q, stride q_stride)
 // and the tile's TV token vectors. kstep: bytes between dims (f32) / dim pairs (bf16).
@@ -296,7 +176,9 @@ void Scores(const float* q, int64_t q_stride, int64_t hd, const TokenVec* tv, in
   } else {
     for (int64_t d = 0; d < hd; d += 2) {
       __m512 ke[TV], ko[TV];
-      Unroll<TV>([&](auto v) { WidenPairs(_mm512_maskz_loadu_epi32(mask[v], kp[v] + (d / 2) * kstep), ke[v], ko[v]); });
+      Unroll<TV>([&](auto v) {
+        simd::WidenBf16Pairs(_mm512_maskz_loadu_epi32(mask[v], kp[v] + (d / 2) * kstep), ke[v], ko[v]);
+      });
       prefetch((d / 2) * kstep);
       stream->Step();
       Unroll<QB>([&](auto b) {
@@ -420,7 +302,7 @@ void AccumulatePairs(float* acc, int64_t acc_stride, const float* corr, const fl
     } else {
       const int64_t t = tile.first[i];
       __m512 x0[DV], x1[DV];
-      Unroll<DV>([&](auto j) { WidenPairs(w[j], x0[j], x1[j]); });
+      Unroll<DV>([&](auto j) { simd::WidenBf16Pairs(w[j], x0[j], x1[j]); });
       Unroll<QB>([&](auto b) {
         const __m512 p0 = _mm512_set1_ps(p[b * kTile + t]);
         Unroll<DV>([&](auto j) { a[b][j] = _mm512_fmadd_ps(p0, x0[j], a[b][j]); });

@@ -24,6 +24,12 @@ LLMSERVE_TARGET_AVX512 inline __mmask16 TailMask(int64_t left) {
   return left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
 }
 
+// 16 words of two bf16 values each, widened to f32: the low halves and the high halves.
+LLMSERVE_TARGET_AVX512 inline void WidenBf16Pairs(__m512i w, __m512& low, __m512& high) {
+  low = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  high = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
 // exp(x) for 16 floats, within ~2 ulp over the whole float range: Cephes' expf
 // (range reduction by ln 2 in two parts, degree-5 minimax polynomial) with scalef for
 // 2^n, so overflow gives +inf, underflow 0, and NaN stays NaN.
