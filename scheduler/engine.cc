@@ -313,9 +313,9 @@ void Engine::Publish() {
     s.draining = inbox_->draining;
     inbox_->stats = s;
   }
+  const auto finished = static_cast<int32_t>(finishing_.size());
   for (auto& [seq, status] : finishing_) outputs_->Finish(std::move(seq), status);
   finishing_.clear();
-  const int32_t finished = outputs_->TakeNumFinished();
   bool idle = false;
   {
     std::lock_guard<std::mutex> lock(inbox_->mu);

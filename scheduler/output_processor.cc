@@ -161,14 +161,7 @@ void OutputProcessor::Finish(std::unique_ptr<Sequence> seq, const absl::Status& 
                f.completion_tokens, absl::FormatDuration(f.time_to_first_token), absl::FormatDuration(f.total_time),
                f.status.ok() ? std::string() : absl::StrCat(", ", f.status.ToString()));
   r.channel->PushFinal(std::move(f));
-  ++num_finished_;
   requests_.erase(it);
-}
-
-int32_t OutputProcessor::TakeNumFinished() {
-  const int32_t n = num_finished_;
-  num_finished_ = 0;
-  return n;
 }
 
 }  // namespace llmserve

@@ -72,9 +72,6 @@ class OutputProcessor {
   // forgets the request.
   void Finish(std::unique_ptr<Sequence> seq, const absl::Status& status);
 
-  // Finals pushed since the last call.
-  int32_t TakeNumFinished();
-
  private:
   // Appends seq's not yet emitted ids (and their text) to r.pending.
   void TakeNewIds(const Sequence& seq, Request& r, SampledToken* sampled);
@@ -85,7 +82,6 @@ class OutputProcessor {
   const Tokenizer* tokenizer_;
   EngineObserver* observer_;
   absl::flat_hash_map<int64_t, std::unique_ptr<Request>> requests_;
-  int32_t num_finished_ = 0;
 };
 
 }  // namespace llmserve
