@@ -29,7 +29,7 @@ RUN apt-get update -qq \
       build-essential cmake ninja-build pkg-config ccache ca-certificates \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libdnnl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev \
-      libpcre2-dev nlohmann-json3-dev libutf8proc-dev libssl-dev libcpp-httplib-dev \
+      libpcre2-dev nlohmann-json3-dev libutf8proc-dev libssl-dev libcpp-httplib-dev libboost1.81-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the two binaries need, so edits to tests, docs or deploy/ reuse the build layer.
@@ -63,7 +63,7 @@ FROM debian:bookworm-slim
 # Runtime shared libraries only (ldd of both binaries → their Debian packages).
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libabsl20220623 libc-ares2 libcpp-httplib0.11 libdnnl2 libfmt9 libgomp1 libgrpc++1.51 \
+      libabsl20220623 libc-ares2 libdnnl2 libfmt9 libgomp1 libgrpc++1.51 \
       libgrpc29 libpcre2-8-0 libprometheus-cpp-core1.0 \
       libprotobuf32 libre2-9 libspdlog1.10 libssl3 libutf8proc2 \
  && rm -rf /var/lib/apt/lists/* \

@@ -10,6 +10,8 @@ PACKAGES=(
   # Core libraries
   libabsl-dev libdnnl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libpcre2-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev libssl-dev
+  # The HTTP servers: Boost.Beast and Asio (header-only)
+  libboost1.81-dev
   # Tests: certificates for the TLS tests (openssl req / x509)
   openssl
   # Tests and benchmarks

@@ -38,8 +38,25 @@ ABSL_FLAG(int32_t, http_port, llmserve::ServerConfig{}.http_port,
           "port of the OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions, /v1/models, /health) "
           "on --host, with the gRPC port's TLS and API keys; 0 = off");
 ABSL_FLAG(int32_t, http_threads, llmserve::ServerConfig{}.http_threads,
-          "HTTP API connections served at once (each streaming or waiting request holds one; further "
-          "connections wait)");
+          "I/O threads of the HTTP API: they read, write and run the handlers (parsing, tokenizing); a "
+          "connection, streaming or waiting, holds none");
+ABSL_FLAG(int32_t, http_max_connections, llmserve::ServerConfig{}.http_max_connections,
+          "HTTP connections open at once (API and metrics ports each); beyond: refused at once with 503");
+ABSL_FLAG(int32_t, http_max_connections_per_address, llmserve::ServerConfig{}.http_max_connections_per_address,
+          "HTTP connections open at once from one client address (0 = no cap; a load balancer in front counts as "
+          "one address)");
+ABSL_FLAG(int32_t, http_idle_timeout, llmserve::ServerConfig{}.http_idle_timeout_seconds,
+          "seconds an HTTP connection may stay silent before a request's first byte (new or keep-alive)");
+ABSL_FLAG(int32_t, http_header_timeout, llmserve::ServerConfig{}.http_header_timeout_seconds,
+          "seconds from a request's first byte to the end of its head (request line and headers); else closed");
+ABSL_FLAG(int32_t, http_body_timeout, llmserve::ServerConfig{}.http_body_timeout_seconds,
+          "seconds a request body may take before --http-body-min-rate counts: the connection closes when no "
+          "byte arrives by head + this + received / rate");
+ABSL_FLAG(int32_t, http_body_min_rate, llmserve::ServerConfig{}.http_body_min_rate,
+          "bytes per second a request body must average beyond --http-body-timeout (0 = no rate)");
+ABSL_FLAG(int32_t, http_write_timeout, llmserve::ServerConfig{}.http_write_timeout_seconds,
+          "seconds a write to an HTTP client may take; a client that reads nothing that long is dropped (its "
+          "request aborted)");
 ABSL_FLAG(std::string, reflection, llmserve::ServerConfig{}.reflection ? "on" : "off",
           "on: serve gRPC server reflection (grpcurl, Postman list and describe the services); off: do not");
 ABSL_FLAG(std::string, tls_cert, llmserve::ServerConfig{}.tls.cert_path,
@@ -95,6 +112,13 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.metrics_prefix = absl::GetFlag(FLAGS_metrics_prefix);
   c.http_port = absl::GetFlag(FLAGS_http_port);
   c.http_threads = absl::GetFlag(FLAGS_http_threads);
+  c.http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  c.http_max_connections_per_address = absl::GetFlag(FLAGS_http_max_connections_per_address);
+  c.http_idle_timeout_seconds = absl::GetFlag(FLAGS_http_idle_timeout);
+  c.http_header_timeout_seconds = absl::GetFlag(FLAGS_http_header_timeout);
+  c.http_body_timeout_seconds = absl::GetFlag(FLAGS_http_body_timeout);
+  c.http_body_min_rate = absl::GetFlag(FLAGS_http_body_min_rate);
+  c.http_write_timeout_seconds = absl::GetFlag(FLAGS_http_write_timeout);
   absl::StatusOr<bool> metrics_tls = llmserve::ParseOnOff("metrics-tls", absl::GetFlag(FLAGS_metrics_tls));
   if (!metrics_tls.ok()) return metrics_tls.status();
   c.metrics_tls = *metrics_tls;

@@ -2,29 +2,54 @@
 
 #include <utility>
 
-#include "httplib.h"
+#include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
 
 namespace llmserve {
 
 absl::StatusOr<std::unique_ptr<MetricsExposer>> MetricsExposer::Start(const std::string& host, int port,
                                                                      std::shared_ptr<prometheus::Registry> registry,
-                                                                     const TlsFiles* tls) {
-  HttpListenerOptions options;
+                                                                     const TlsFiles* tls,
+                                                                     http::HttpServerOptions options) {
+  std::unique_ptr<MetricsExposer> exposer(new MetricsExposer(std::move(registry)));
   options.name = "metrics";
-  options.threads = 8;
-  // A scraper sends its request right after connecting: a connection silent for a second
-  // (before its request, or within it) is dropped.
-  options.idle_seconds = 1;
-  options.keep_alive_max = 1;
-  options.read_timeout_seconds = 2;
-  absl::StatusOr<std::unique_ptr<HttpListener>> listener = HttpListener::Bind(host, port, tls, options);
-  if (!listener.ok()) return listener.status();
-  (*listener)->server().Get("/metrics", [registry](const httplib::Request&, httplib::Response& res) {
-    res.set_content(prometheus::TextSerializer().Serialize(registry->Collect()), "text/plain; version=0.0.4");
-  });
-  (*listener)->Start();
-  return std::unique_ptr<MetricsExposer>(new MetricsExposer(*std::move(listener)));
+  options.threads = 1;  // a scrape serializes the registry; scrapers are few
+  options.use_client_ca = false;
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> bound =
+      http::HttpServer::Bind(host, port, tls, options, exposer.get());
+  if (!bound.ok()) return bound.status();
+  exposer->server_ = *std::move(bound);
+  exposer->server_->Start();
+  return exposer;
+}
+
+MetricsExposer::~MetricsExposer() {
+  if (server_ != nullptr) server_->Stop();  // before the handler goes
+}
+
+std::optional<http::HttpResponse> MetricsExposer::Screen(const http::HttpRequest& head) {
+  if (head.path != "/metrics") return TransportError(404, absl::StrCat("no such path: ", head.path, " (try /metrics)"));
+  if (head.method != "GET" && head.method != "HEAD") {
+    http::HttpResponse r = TransportError(405, "the method must be GET");
+    r.headers.push_back({"Allow", "GET"});
+    return r;
+  }
+  return std::nullopt;
+}
+
+http::HttpAnswer MetricsExposer::Handle(http::HttpRequest) {
+  http::HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4";
+  r.body = prometheus::TextSerializer().Serialize(registry_->Collect());
+  return r;
+}
+
+http::HttpResponse MetricsExposer::TransportError(int status, std::string message) {
+  http::HttpResponse r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(message) + "\n";
+  return r;
 }
 
 }  // namespace llmserve

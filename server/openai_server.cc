@@ -1,29 +1,47 @@
 #include "server/openai_server.h"
 
-#include <exception>
 #include <string>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "httplib.h"
 #include "server/http_status.h"
 #include "spdlog/spdlog.h"
 
 namespace llmserve {
 namespace {
 
-// Connection handling of the API port: keep-alive (SDKs reuse connections) closed after 5 s
-// idle; a request must arrive within 10 s once started; a client that reads nothing for 30 s
-// is dropped (its request aborted).
-constexpr int kIdleSeconds = 5;
-constexpr size_t kKeepAliveRequests = 1000;
-constexpr int kReadTimeoutSeconds = 10;
-constexpr int kWriteTimeoutSeconds = 30;
+using http::HttpRequest;
+using http::HttpResponse;
 
-bool IsJson(const httplib::Request& req) {
-  const std::string type = absl::AsciiStrToLower(req.get_header_value("Content-Type"));
+// The API's routes.
+enum class Route { kNone, kHealth, kModels, kModel, kCompletions, kChatCompletions };
+
+constexpr std::string_view kModelPrefix = "/v1/models/";
+
+Route RouteOf(std::string_view path) {
+  if (path == "/health") return Route::kHealth;
+  if (path == "/v1/models") return Route::kModels;
+  if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size()) return Route::kModel;
+  if (path == "/v1/completions") return Route::kCompletions;
+  if (path == "/v1/chat/completions") return Route::kChatCompletions;
+  return Route::kNone;
+}
+
+// The method a route takes ("GET" routes take HEAD too).
+const char* MethodOf(Route route) {
+  return route == Route::kCompletions || route == Route::kChatCompletions ? "POST" : "GET";
+}
+
+bool MethodFits(Route route, std::string_view method) {
+  const std::string_view want = MethodOf(route);
+  return method == want || (want == "GET" && method == "HEAD");
+}
+
+bool IsJson(const HttpRequest& req) {
+  const std::string_view raw = req.Header("Content-Type");
+  const std::string type = absl::AsciiStrToLower(absl::string_view(raw.data(), raw.size()));
   return type == "application/json" || absl::StartsWith(type, "application/json;");
 }
 
@@ -32,132 +50,82 @@ bool IsJson(const httplib::Request& req) {
 absl::StatusOr<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(const ServerConfig& config,
                                                                    std::shared_ptr<ApiKeyStore> keys,
                                                                    Metrics* metrics) {
-  HttpListenerOptions options;
-  options.name = "the HTTP API";
-  options.threads = static_cast<size_t>(config.http_threads);
-  options.idle_seconds = kIdleSeconds;
-  options.keep_alive_max = kKeepAliveRequests;
-  options.read_timeout_seconds = kReadTimeoutSeconds;
-  options.write_timeout_seconds = kWriteTimeoutSeconds;
-  options.max_body_bytes = static_cast<size_t>(config.max_request_bytes);
+  std::unique_ptr<OpenAiServer> server(new OpenAiServer(std::move(keys), metrics));
+  http::HttpServerOptions options = config.HttpOptions("the HTTP API");
   options.use_client_ca = true;
-  absl::StatusOr<std::unique_ptr<HttpListener>> listener =
-      HttpListener::Bind(config.host, config.http_port, &config.tls, options);
-  if (!listener.ok()) return listener.status();
-  std::unique_ptr<OpenAiServer> server(new OpenAiServer(*std::move(listener), std::move(keys), metrics));
-  server->AddRoutes();
-  server->listener_->Start();
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> bound =
+      http::HttpServer::Bind(config.host, config.http_port, &config.tls, options, server.get());
+  if (!bound.ok()) return bound.status();
+  server->server_ = *std::move(bound);
+  server->server_->Start();
   return server;
 }
 
-OpenAiServer::OpenAiServer(std::unique_ptr<HttpListener> listener, std::shared_ptr<ApiKeyStore> keys,
-                           Metrics* metrics)
-    : listener_(std::move(listener)), keys_(std::move(keys)), metrics_(metrics) {}
-
-OpenAiServer::~OpenAiServer() { listener_.reset(); }
+OpenAiServer::~OpenAiServer() {
+  if (server_ != nullptr) server_->Stop();  // before the handler goes
+}
 
 int64_t OpenAiServer::open_requests() const {
   const OpenAiService* s = target_.load();
   return s == nullptr ? 0 : s->open_requests();
 }
 
-void OpenAiServer::AddRoutes() {
-  httplib::Server& http = listener_->server();
-  // The API routes: the key first (as gRPC's gate), then the service once it is open.
-  const auto guarded = [this](auto handler) {
-    return [this, handler](const httplib::Request& req, httplib::Response& res) {
-      if (keys_->enabled() && !keys_->Accepts(req.get_header_value("Authorization"))) {
-        if (metrics_ != nullptr) metrics_->RecordUnauthenticated();
-        WriteError(absl::UnauthenticatedError(req.has_header("Authorization")
-                                                  ? "the API key is not valid"
-                                                  : "no API key: send the header 'Authorization: Bearer <key>'"),
-                   res);
-        return;
-      }
-      if (refusing_.load()) {
-        res.set_header("Connection", "close");
-        WriteError(absl::UnavailableError("draining: the server is shutting down, retry elsewhere"), res);
-        return;
-      }
-      OpenAiService* service = target_.load();
-      if (service == nullptr) {
-        WriteError(absl::UnavailableError("model loading: try again shortly"), res);
-        return;
-      }
-      handler(*service, req, res);
-    };
-  };
-  const auto generate = [guarded](OpenAiEndpoint endpoint) {
-    return guarded([endpoint](OpenAiService& s, const httplib::Request& req, httplib::Response& res) {
-      if (!IsJson(req)) {
-        WriteError(WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(
-                                      "the request body must be JSON with Content-Type: application/json, got '",
-                                      req.get_header_value("Content-Type"), "'")),
-                                  415),
-                   res);
-        return;
-      }
-      s.Generate(endpoint, req, res);
-    });
-  };
-  http.Post("/v1/completions", generate(OpenAiEndpoint::kCompletions));
-  http.Post("/v1/chat/completions", generate(OpenAiEndpoint::kChatCompletions));
-  http.Get("/v1/models", guarded([](OpenAiService& s, const httplib::Request&, httplib::Response& res) {
-    s.Models("", res);
-  }));
-  http.Get("/v1/models/(.+)", guarded([](OpenAiService& s, const httplib::Request& req, httplib::Response& res) {
-    s.Models(req.matches[1], res);
-  }));
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (serving_.load()) {
-      res.set_content(R"({"status":"ok"})", "application/json");
-    } else {
-      WriteError(absl::UnavailableError(target_.load() == nullptr ? "model loading" : "draining: shutting down"), res);
-    }
-  });
-  // The right path with the wrong method.
-  const auto wrong_method = [](const char* allowed) {
-    return [allowed](const httplib::Request& req, httplib::Response& res) {
-      WriteError(WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(req.method, " ", req.path,
-                                                                        ": the method must be ", allowed)),
-                                405),
-                 res);
-      res.set_header("Allow", allowed);
-    };
-  };
-  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
-    http.Get(path, wrong_method("POST"));
-    http.Put(path, wrong_method("POST"));
-    http.Delete(path, wrong_method("POST"));
+std::optional<HttpResponse> OpenAiServer::Screen(const HttpRequest& head) {
+  const Route route = RouteOf(head.path);
+  if (route == Route::kNone) {
+    return ErrorResponse(WithHttpStatus(absl::NotFoundError(absl::StrCat("no such path: ", head.method, " ", head.path)),
+                                        404));
   }
-  for (const char* path : {"/v1/models", "/health"}) {
-    http.Post(path, wrong_method("GET"));
+  if (!MethodFits(route, head.method)) {
+    HttpResponse r = ErrorResponse(WithHttpStatus(
+        absl::InvalidArgumentError(absl::StrCat(head.method, " ", head.path, ": the method must be ", MethodOf(route))),
+        405));
+    r.headers.push_back({"Allow", MethodOf(route)});
+    return r;
   }
-  // Whatever httplib answers by itself (404 for another path, 413 for a body over the limit,
-  // 400 for a malformed request) gets the error object too.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours already
-    std::string message;
-    switch (res.status) {
-      case 404: message = absl::StrCat("no such path: ", req.method, " ", req.path); break;
-      case 413: message = "the request body is larger than the server's --max-request-bytes"; break;
-      default: message = absl::StrCat("the request could not be handled (HTTP ", res.status, ")"); break;
-    }
-    const int status = res.status;
-    WriteError(WithHttpStatus(absl::InvalidArgumentError(message), status), res);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    spdlog::error("HTTP {} {}: {}", req.method, req.path, what);
-    WriteError(absl::InternalError("internal error"), res);
-  });
+  if (route == Route::kHealth) return std::nullopt;
+  // The API: the key first (as gRPC's gate), then the server's state, then the content.
+  const std::string_view authorization = head.Header("Authorization");
+  if (keys_->enabled() && !keys_->Accepts(absl::string_view(authorization.data(), authorization.size()))) {
+    if (metrics_ != nullptr) metrics_->RecordUnauthenticated();
+    return ErrorResponse(absl::UnauthenticatedError(head.HasHeader("Authorization")
+                                                        ? "the API key is not valid"
+                                                        : "no API key: send the header 'Authorization: Bearer <key>'"));
+  }
+  if (refusing_.load()) {
+    HttpResponse r = ErrorResponse(absl::UnavailableError("draining: the server is shutting down, retry elsewhere"));
+    r.close = true;
+    return r;
+  }
+  if (target_.load() == nullptr) return ErrorResponse(absl::UnavailableError("model loading: try again shortly"));
+  if (MethodOf(route) == std::string_view("POST") && !IsJson(head)) {
+    return ErrorResponse(WithHttpStatus(
+        absl::InvalidArgumentError(absl::StrCat("the request body must be JSON with Content-Type: application/json, got '",
+                                                std::string(head.Header("Content-Type")), "'")),
+        415));
+  }
+  return std::nullopt;
+}
+
+http::HttpAnswer OpenAiServer::Handle(HttpRequest request) {
+  const Route route = RouteOf(request.path);
+  if (route == Route::kHealth) {
+    if (serving_.load()) return JsonResponse(R"({"status":"ok"})");
+    return ErrorResponse(absl::UnavailableError(target_.load() == nullptr ? "model loading" : "draining: shutting down"));
+  }
+  OpenAiService* service = target_.load();  // Screen saw it open
+  switch (route) {
+    case Route::kModels: return service->Models("");
+    case Route::kModel: return service->Models(request.path.substr(kModelPrefix.size()));
+    case Route::kCompletions: return service->Generate(OpenAiEndpoint::kCompletions, request);
+    case Route::kChatCompletions: return service->Generate(OpenAiEndpoint::kChatCompletions, request);
+    default: break;
+  }
+  return ErrorResponse(absl::InternalError("unrouted request"));
+}
+
+HttpResponse OpenAiServer::TransportError(int status, std::string message) {
+  return ErrorResponse(WithHttpStatus(absl::InvalidArgumentError(std::move(message)), status));
 }
 
 }  // namespace llmserve

@@ -1,12 +1,15 @@
 // OpenAiServer: the OpenAI-compatible HTTP/1.1 API on its own port (--http-port), up from
-// start-up, before the model loads, like the gRPC port's ServiceGate:
+// start-up, before the model loads, like the gRPC port's ServiceGate. An http::HttpHandler
+// on an http::HttpServer (server/http/http_server.h: deadlines, connection caps, pipelining).
 //
 //   GET  /health                              200 {"status": "ok"} serving; 503 loading or draining
-//   GET  /v1/models, /v1/models/{id}          ┐ with API keys: "Authorization: Bearer <key>"
-//   POST /v1/completions                      │ (the gRPC port's keys; 401 without), then
-//   POST /v1/chat/completions                 ┘ 503 "model loading" until Open, then OpenAiService
-//   a body over --max-request-bytes 413, not application/json 415, another path 404,
-//   another method 405, a handler that throws 500: always OpenAI's error object.
+//   GET  /v1/models, /v1/models/{id}          ┐ screened on the head, before the body is read:
+//   POST /v1/completions                      │ the API key ("Authorization: Bearer <key>",
+//   POST /v1/chat/completions                 ┘ the gRPC port's keys; 401 without), then 503
+//                                               "model loading" until Open, then OpenAiService
+//   another path 404, another method 405 (with Allow), a POST body that is not
+//   application/json 415, a body over --max-request-bytes 413, a handler that throws 500:
+//   always OpenAI's error object.
 //
 // Draining: SetServing(false) turns /health to 503 (load balancers stop sending), Close()
 // refuses new connections while the requests in flight finish; RefuseNewRequests() answers
@@ -16,11 +19,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "server/api_keys.h"
-#include "server/http_listener.h"
+#include "server/http/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_service.h"
 #include "server/server_config.h"
@@ -28,35 +32,39 @@
 namespace llmserve {
 
 // Thread-safe.
-class OpenAiServer {
+class OpenAiServer final : public http::HttpHandler {
  public:
   // Binds --host:--http-port (TLS with --tls-cert; mutual TLS with --tls-client-ca) and
   // starts serving (health 503, the API "model loading"). `keys` (never null) and
   // `metrics` (may be null) must outlive the server. UNAVAILABLE for a busy port.
   static absl::StatusOr<std::unique_ptr<OpenAiServer>> Start(const ServerConfig& config,
                                                              std::shared_ptr<ApiKeyStore> keys, Metrics* metrics);
-  ~OpenAiServer();  // Close + join
+  ~OpenAiServer() override;  // closes every connection
 
   // From now on the API goes to `service` (which must outlive the server). Once only.
   void Open(OpenAiService* service) { target_.store(service); }
   // Whether /health answers 200.
   void SetServing(bool serving) { serving_.store(serving); }
   // Refuses new connections; requests in flight go on.
-  void Close() { listener_->Close(); }
+  void Close() { server_->Close(); }
   // From now on a request on a connection still open gets 503 "draining" and the connection
   // closes (as gRPC's GOAWAY: the client retries elsewhere).
   void RefuseNewRequests() { refusing_.store(true); }
 
-  int port() const { return listener_->port(); }
-  const std::string& address() const { return listener_->address(); }
+  int port() const { return server_->port(); }
+  const std::string& address() const { return server_->address(); }
   // Completions being generated (0 before Open).
   int64_t open_requests() const;
 
- private:
-  OpenAiServer(std::unique_ptr<HttpListener> listener, std::shared_ptr<ApiKeyStore> keys, Metrics* metrics);
-  void AddRoutes();
+  // http::HttpHandler.
+  std::optional<http::HttpResponse> Screen(const http::HttpRequest& head) override;
+  http::HttpAnswer Handle(http::HttpRequest request) override;
+  http::HttpResponse TransportError(int status, std::string message) override;
 
-  std::unique_ptr<HttpListener> listener_;
+ private:
+  OpenAiServer(std::shared_ptr<ApiKeyStore> keys, Metrics* metrics) : keys_(std::move(keys)), metrics_(metrics) {}
+
+  std::unique_ptr<http::HttpServer> server_;
   const std::shared_ptr<ApiKeyStore> keys_;
   Metrics* const metrics_;
   std::atomic<OpenAiService*> target_{nullptr};

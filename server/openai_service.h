@@ -2,16 +2,11 @@
 // one (server/openai_server.h routes to it, checks keys and content first, and answers
 // while the model loads).
 //
-//   POST /v1/completions, /v1/chat/completions (HTTP worker thread, blocking):
+//   POST /v1/completions, /v1/chat/completions (an HTTP I/O thread, never blocking):
 //     ParseOpenAiRequest → ToEngineRequest (the same validation, tokenizing and chat
-//     rendering as gRPC's Generate) → HttpGeneration::Start (Engine::Submit: admission
-//     control, 429 / 503 at the door) → read the request's channel:
-//       stream false: merge every delta, then one JSON body (or the error the final gives)
-//       stream true:  200 text/event-stream at once; "data: <chunk>\n\n" per delta, the
-//                     finish chunk, the usage chunk (include_usage), "data: [DONE]\n\n";
-//                     an error after the start is one "data: {"error": ...}" event.
-//     A client that goes away (socket closed, a write fails) aborts the request; its KV
-//     blocks are freed at the engine's next step.
+//     rendering as gRPC's Generate) → OpenAiGeneration::Submit (Engine::Submit: admission
+//     control, 429 / 503 at the door) → the generation, which the connection pulls
+//     (server/openai_generation.h: streamed or whole; a client that goes away aborts it).
 //   GET /v1/models, /v1/models/{id}: the served model.
 // Errors are absl::Status until ToHttpError (server/http_status.h) writes them.
 #pragma once
@@ -22,35 +17,34 @@
 
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine.h"
+#include "server/http/http_message.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/request_convert.h"
 
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
-
 namespace llmserve {
 
-// Thread-safe (HTTP worker threads). The engine, tokenizer and metrics (may be null) must
+// Thread-safe (HTTP I/O threads). The engine, tokenizer and metrics (may be null) must
 // outlive the service.
 class OpenAiService {
  public:
   OpenAiService(Engine& engine, const Tokenizer& tokenizer, RequestLimits limits, std::string model_name,
                 int64_t created, Metrics* metrics = nullptr);
 
-  // A completion or chat completion; the body's size and content type are checked already.
-  void Generate(OpenAiEndpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  // A completion or chat completion (the generation, or the refusal); the body's size and
+  // content type are checked already.
+  http::HttpAnswer Generate(OpenAiEndpoint endpoint, const http::HttpRequest& req);
   // The model list (`id` empty) or one model (404 for another id).
-  void Models(const std::string& id, httplib::Response& res) const;
+  http::HttpResponse Models(const std::string& id) const;
 
   // Generations in flight (for draining: wait until 0).
   int64_t open_requests() const { return open_.load(); }
 
  private:
   // The engine request for `parsed`, or the error to answer with.
-  absl::StatusOr<EngineRequest> ToEngine(const OpenAiRequest& parsed, const httplib::Request& req);
+  absl::StatusOr<EngineRequest> ToEngine(const OpenAiRequest& parsed, const http::HttpRequest& req);
+  // `status` as the answer, counted as a refusal at the door.
+  http::HttpResponse Refused(const absl::Status& status, const http::HttpRequest& req) const;
 
   Engine& engine_;
   const Tokenizer& tokenizer_;
@@ -62,7 +56,9 @@ class OpenAiService {
   std::atomic<int64_t> next_request_number_{1};
 };
 
-// Writes `status` as the OpenAI error object with its HTTP status.
-void WriteError(const absl::Status& status, httplib::Response& res);
+// `status` as the OpenAI error object with its HTTP status.
+http::HttpResponse ErrorResponse(const absl::Status& status);
+// A JSON body with status 200.
+http::HttpResponse JsonResponse(std::string body);
 
 }  // namespace llmserve

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/request_convert.h"
@@ -20,7 +21,23 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--http-port=", http_port, " is the same as --", http_port == port ? "port" : "metrics-port"));
   }
-  if (absl::Status s = FlagInRange("http-threads", http_threads, 1, 4096, ""); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("http-threads", http_threads, 1, 256, ""); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("http-max-connections", http_max_connections, 1, 1 << 20, ""); !s.ok()) return s;
+  if (absl::Status s = FlagInRange("http-max-connections-per-address", http_max_connections_per_address, 0,
+                                   http_max_connections, " (0 = no cap; at most --http-max-connections)");
+      !s.ok()) {
+    return s;
+  }
+  for (const auto& [flag, value] : {std::pair{"http-idle-timeout", http_idle_timeout_seconds},
+                                    std::pair{"http-header-timeout", http_header_timeout_seconds},
+                                    std::pair{"http-body-timeout", http_body_timeout_seconds},
+                                    std::pair{"http-write-timeout", http_write_timeout_seconds}}) {
+    if (absl::Status s = FlagInRange(flag, value, 1, 86400, " seconds"); !s.ok()) return s;
+  }
+  if (absl::Status s = FlagInRange("http-body-min-rate", http_body_min_rate, 0, 1 << 30, " bytes/s (0 = no rate)");
+      !s.ok()) {
+    return s;
+  }
   if (!ValidMetricsPrefix(metrics_prefix)) {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-prefix=", metrics_prefix,
                                                    ": must match [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. llmserve_ or vllm:)"));
@@ -55,6 +72,21 @@ absl::Status ServerConfig::Validate() const {
 std::string ServerConfig::ListenAddress() const {
   const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
   return v6 ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
+}
+
+http::HttpServerOptions ServerConfig::HttpOptions(std::string name) const {
+  http::HttpServerOptions o;
+  o.name = std::move(name);
+  o.threads = http_threads;
+  o.max_connections = http_max_connections;
+  o.max_connections_per_address = http_max_connections_per_address;
+  o.idle_timeout = absl::Seconds(http_idle_timeout_seconds);
+  o.header_timeout = absl::Seconds(http_header_timeout_seconds);
+  o.body_timeout = absl::Seconds(http_body_timeout_seconds);
+  o.body_min_rate = http_body_min_rate;
+  o.write_timeout = absl::Seconds(http_write_timeout_seconds);
+  o.max_body_bytes = static_cast<size_t>(max_request_bytes);
+  return o;
 }
 
 int64_t ServerConfig::EffectiveMaxPromptBytes(int32_t max_context) const {

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "server/engine_spec.h"
+#include "server/http/http_server.h"
 #include "server/tls_credentials.h"
 
 namespace llmserve {
@@ -26,7 +27,16 @@ struct ServerConfig : EngineSpec {
   std::string metrics_prefix = "llmserve_";  // metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* ("vllm:")
   bool reflection = true;          // grpc.reflection.v1alpha.ServerReflection, if the binary links it
   int32_t http_port = 0;           // the OpenAI-compatible HTTP API on host:http_port; 0 = off
-  int32_t http_threads = 128;      // HTTP connections served at once (each open stream holds one)
+  // The HTTP servers (the API and metrics ports; server/http/http_server.h). No connection
+  // holds a thread: the threads read, write and run the handlers (parse, tokenize).
+  int32_t http_threads = 4;                        // I/O threads of the HTTP API (metrics: 1)
+  int32_t http_max_connections = 1024;             // open at once; beyond: refused at once
+  int32_t http_max_connections_per_address = 256;  // from one client address (0 = no cap)
+  int32_t http_idle_timeout_seconds = 5;           // a connection silent before a request's first byte
+  int32_t http_header_timeout_seconds = 10;        // first byte → the whole request head
+  int32_t http_body_timeout_seconds = 10;          // the body's allowance, beyond which ...
+  int32_t http_body_min_rate = 1024;               // ... it must average this many bytes/s (0 = no rate)
+  int32_t http_write_timeout_seconds = 30;         // a client that accepts none of a response this long
 
   // Security (docs/OPERATIONS.md "Security").
   TlsFiles tls;                    // --tls-cert, --tls-key, --tls-client-ca, --tls-reload-interval
@@ -54,6 +64,8 @@ struct ServerConfig : EngineSpec {
   std::string MetricsAddress() const;
   // The same for http_port, on host.
   std::string HttpAddress() const;
+  // The HTTP server's bounds from the http_* settings (and max_request_bytes), named `name`.
+  http::HttpServerOptions HttpOptions(std::string name) const;
   // max_prompt_bytes, or when 0 the default for a context of `max_context` tokens.
   int64_t EffectiveMaxPromptBytes(int32_t max_context) const;
 };

@@ -235,7 +235,7 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   if (config.metrics_port != 0) {
     absl::StatusOr<std::unique_ptr<MetricsExposer>> started =
         MetricsExposer::Start(config.metrics_host.empty() ? config.host : config.metrics_host, config.metrics_port,
-                              registry, config.metrics_tls ? &config.tls : nullptr);
+                              registry, config.metrics_tls ? &config.tls : nullptr, config.HttpOptions("metrics"));
     if (!started.ok()) {
       spdlog::error("{}", std::string(started.status().message()));
       return 1;
@@ -284,7 +284,8 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
                                   "/metrics"),
                http == nullptr ? std::string("off")
                    : absl::StrCat("on ", config.tls.enabled() ? "https://" : "http://", http->address(), "/v1",
-                                  has_keys ? " (API keys; /health needs none)" : ""));
+                                  has_keys ? " (API keys; /health needs none)" : "", " (",
+                                  config.HttpOptions("").Describe(), ")"));
 
   absl::StatusOr<ModelSetup> setup = SetUpModel(config, metrics->get());
   if (!setup.ok()) {

@@ -75,7 +75,7 @@ struct Harness {
     ServerConfig config;
     config.host = "127.0.0.1";
     config.http_port = 0;
-    config.http_threads = 32;
+    config.http_threads = 4;
     auto s = OpenAiServer::Start(config, std::make_shared<ApiKeyStore>(), nullptr);
     EXPECT_TRUE(s.ok()) << s.status();
     if (!s.ok()) return;
