@@ -1,6 +1,6 @@
-// ApiKeys: the credentials --api-key-file accepts. Every llmserve.v1 RPC must carry
-// metadata `authorization: Bearer <key>` with one of them (the gate checks it, before
-// anything else); health checks need no key.
+// ApiKeys: the credentials --api-key-file accepts. Every llmserve.v1 RPC (and reflection,
+// unless --reflection=open) must carry metadata `authorization: Bearer <key>` with one of
+// them (AccessGate checks it, before anything else); health checks need no key.
 //
 // The file: one key per line; blank lines and lines starting with '#' are skipped;
 // surrounding whitespace is trimmed. A line "sha256:<64 hex digits>" is a hashed key (the

@@ -57,8 +57,9 @@ ABSL_FLAG(int32_t, http_body_min_rate, llmserve::ServerConfig{}.http_body_min_ra
 ABSL_FLAG(int32_t, http_write_timeout, llmserve::ServerConfig{}.http_write_timeout_seconds,
           "seconds a write to an HTTP client may take; a client that reads nothing that long is dropped (its "
           "request aborted)");
-ABSL_FLAG(std::string, reflection, llmserve::ServerConfig{}.reflection ? "on" : "off",
-          "on: serve gRPC server reflection (grpcurl, Postman list and describe the services); off: do not");
+ABSL_FLAG(std::string, reflection, llmserve::ReflectionModeName(llmserve::ServerConfig{}.reflection),
+          "on: serve gRPC server reflection (grpcurl, Postman list and describe the services), with "
+          "--api-key-file only to callers with a key; open: serve it to anyone; off: do not serve it");
 ABSL_FLAG(std::string, tls_cert, llmserve::ServerConfig{}.tls.cert_path,
           "PEM certificate chain for the gRPC port (with --tls-key: TLS; re-read when the file changes)");
 ABSL_FLAG(std::string, tls_key, llmserve::ServerConfig{}.tls.key_path, "PEM private key of --tls-cert");
@@ -67,8 +68,8 @@ ABSL_FLAG(std::string, tls_client_ca, llmserve::ServerConfig{}.tls.client_ca_pat
 ABSL_FLAG(int32_t, tls_reload_interval, llmserve::ServerConfig{}.tls.reload_seconds,
           "seconds between checks of the TLS files for a renewed certificate, key or CA");
 ABSL_FLAG(std::string, api_key_file, llmserve::ServerConfig{}.api_key_file,
-          "file of API keys (one per line, or sha256:<hex>); every llmserve.v1 call must send "
-          "'authorization: Bearer <key>' (health needs none); SIGHUP re-reads it");
+          "file of API keys (one per line, or sha256:<hex>); every llmserve.v1 call and reflection (unless "
+          "--reflection=open) must send 'authorization: Bearer <key>' (health needs none); SIGHUP re-reads it");
 ABSL_FLAG(int32_t, max_streams_per_connection, llmserve::ServerConfig{}.max_streams_per_connection,
           "calls one client connection may have open at once (HTTP/2 max concurrent streams)");
 ABSL_FLAG(int64_t, max_request_bytes, llmserve::ServerConfig{}.max_request_bytes,
@@ -128,7 +129,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.tls.reload_seconds = absl::GetFlag(FLAGS_tls_reload_interval);
   c.api_key_file = absl::GetFlag(FLAGS_api_key_file);
   c.max_streams_per_connection = absl::GetFlag(FLAGS_max_streams_per_connection);
-  absl::StatusOr<bool> reflection = llmserve::ParseOnOff("reflection", absl::GetFlag(FLAGS_reflection));
+  absl::StatusOr<llmserve::ReflectionMode> reflection = llmserve::ParseReflectionMode(absl::GetFlag(FLAGS_reflection));
   if (!reflection.ok()) return reflection.status();
   c.reflection = *reflection;
   c.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);

@@ -93,6 +93,23 @@ int64_t ServerConfig::EffectiveMaxPromptBytes(int32_t max_context) const {
   return max_prompt_bytes > 0 ? max_prompt_bytes : std::min(max_request_bytes, DefaultMaxPromptBytes(max_context));
 }
 
+absl::StatusOr<ReflectionMode> ParseReflectionMode(const std::string& value) {
+  if (value == "on") return ReflectionMode::kOn;
+  if (value == "off") return ReflectionMode::kOff;
+  if (value == "open") return ReflectionMode::kOpen;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--reflection=", value, ": must be on (needs a key with --api-key-file), off or open (never needs a key)"));
+}
+
+const char* ReflectionModeName(ReflectionMode mode) {
+  switch (mode) {
+    case ReflectionMode::kOff: return "off";
+    case ReflectionMode::kOn: return "on";
+    case ReflectionMode::kOpen: return "open";
+  }
+  return "?";
+}
+
 bool ValidMetricsPrefix(const std::string& p) {
   const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':'; };
   if (p.empty() || !letter(p[0])) return false;

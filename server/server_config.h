@@ -7,11 +7,20 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "server/engine_spec.h"
 #include "server/http/http_server.h"
 #include "server/tls_credentials.h"
 
 namespace llmserve {
+
+// --reflection: whether gRPC server reflection (grpc.reflection.v1alpha.ServerReflection)
+// is served, and whether it needs an API key.
+enum class ReflectionMode {
+  kOff,   // not served (UNIMPLEMENTED)
+  kOn,    // served; with --api-key-file it needs a key like llmserve.v1 (it names every method)
+  kOpen,  // served to anyone, keys or not (health always is)
+};
 
 struct ServerConfig : EngineSpec {
   // Model (the files are EngineSpec's).
@@ -25,7 +34,7 @@ struct ServerConfig : EngineSpec {
   std::string metrics_host;        // "" = host (a pod's Prometheus scrapes the pod address)
   bool metrics_tls = false;        // serve /metrics over HTTPS with the --tls-cert pair
   std::string metrics_prefix = "llmserve_";  // metric name prefix, [a-zA-Z_:][a-zA-Z0-9_:]* ("vllm:")
-  bool reflection = true;          // grpc.reflection.v1alpha.ServerReflection, if the binary links it
+  ReflectionMode reflection = ReflectionMode::kOn;  // gRPC server reflection, if the binary links it
   int32_t http_port = 0;           // the OpenAI-compatible HTTP API on host:http_port; 0 = off
   // The HTTP servers (the API and metrics ports; server/http/http_server.h). No connection
   // holds a thread: the threads read, write and run the handlers (parse, tokenize).
@@ -69,6 +78,11 @@ struct ServerConfig : EngineSpec {
   // max_prompt_bytes, or when 0 the default for a context of `max_context` tokens.
   int64_t EffectiveMaxPromptBytes(int32_t max_context) const;
 };
+
+// --reflection's value: "on", "off" or "open"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<ReflectionMode> ParseReflectionMode(const std::string& value);
+// The flag value of `mode`.
+const char* ReflectionModeName(ReflectionMode mode);
 
 // A Prometheus metric name prefix: non-empty, [a-zA-Z_:][a-zA-Z0-9_:]*.
 bool ValidMetricsPrefix(const std::string& prefix);

@@ -20,6 +20,7 @@
 #include "grpcpp/impl/server_builder_plugin.h"
 #include "model/dtype.h"
 #include "prometheus/registry.h"
+#include "server/access_gate.h"
 #include "server/api_keys.h"
 #include "server/grpc_listener.h"
 #include "server/llm_service.h"
@@ -28,6 +29,7 @@
 #include "server/model_setup.h"
 #include "server/openai_server.h"
 #include "server/openai_service.h"
+#include "server/reflection_guard.h"
 #include "server/service_gate.h"
 #include "server/tls_credentials.h"
 #include "spdlog/spdlog.h"
@@ -54,8 +56,9 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
 };
 
 // The gRPC server, without ports of its own: `listener` hands it the connections, with
-// `credentials`.
-std::unique_ptr<grpc::Server> StartGrpc(const ServerConfig& config, ServiceGate* gate, GrpcListener& listener,
+// `credentials`. `access` checks reflection calls (ReflectionGuardFactory) where they need a key.
+std::unique_ptr<grpc::Server> StartGrpc(const ServerConfig& config, ServiceGate* gate,
+                                        std::shared_ptr<const AccessGate> access, GrpcListener& listener,
                                         std::shared_ptr<grpc::ServerCredentials> credentials) {
   grpc::EnableDefaultHealthCheckService(true);
   // Link grpc.health.v1's descriptors in, so reflection can describe the health service
@@ -64,7 +67,13 @@ std::unique_ptr<grpc::Server> StartGrpc(const ServerConfig& config, ServiceGate*
   grpc::ServerBuilder builder;
   builder.RegisterService(gate);
   listener.Attach(builder, std::move(credentials));
-  if (!config.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
+  if (config.reflection == ReflectionMode::kOff) builder.SetOption(std::make_unique<WithoutReflection>());
+  // Only then are interceptors installed (ReflectionGuard's would pass every call anyway).
+  if (config.reflection == ReflectionMode::kOn && access->keys_enabled()) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(std::make_unique<ReflectionGuardFactory>(std::move(access)));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   // A larger request is refused by gRPC (RESOURCE_EXHAUSTED) before anything parses it.
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_request_bytes));
   // A connection opens at most this many calls at once; the client queues the rest.
@@ -101,9 +110,10 @@ bool WaitStreamsClosed(const LlmService& service, const OpenAiServer* http, absl
 }
 
 // Steps 1-5 of the shutdown (server_runner.h).
-void Drain(const ServerConfig& config, GrpcListener& listener, grpc::Server& server, Engine& engine,
-           const LlmService& service, OpenAiServer* http) {
+void Drain(const ServerConfig& config, AccessGate& access, GrpcListener& listener, grpc::Server& server,
+           Engine& engine, const LlmService& service, OpenAiServer* http) {
   // 1. Tell the health checkers first; during the delay everything is still served.
+  access.SetPhase(ServingPhase::kDraining);
   if (grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService()) health->SetServingStatus(false);
   if (http != nullptr) http->SetServing(false);
   if (config.drain_delay_seconds > 0) {
@@ -123,6 +133,7 @@ void Drain(const ServerConfig& config, GrpcListener& listener, grpc::Server& ser
   if (http != nullptr) http->Close();
   spdlog::info("port closed: refusing new connections");
   absl::SleepFor(kAcceptLinger);
+  access.SetPhase(ServingPhase::kRefusing);
   if (http != nullptr) http->RefuseNewRequests();
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Seconds(config.drain_timeout_seconds);
@@ -186,7 +197,7 @@ absl::StatusOr<std::optional<ApiKeys>> LoadApiKeys(const ServerConfig& config) {
 
 // SIGHUP: re-read --api-key-file (a bad file keeps the keys in use). Certificates need no
 // signal: their files are watched.
-void OnHangup(const ServerConfig& config, ServiceGate& gate) {
+void OnHangup(const ServerConfig& config, AccessGate& access) {
   if (config.api_key_file.empty()) {
     spdlog::info("SIGHUP: no --api-key-file to re-read{}", config.tls.enabled() ? "; TLS files are re-read every "
                  + std::to_string(config.tls.reload_seconds) + " s" : "");
@@ -198,14 +209,19 @@ void OnHangup(const ServerConfig& config, ServiceGate& gate) {
     return;
   }
   spdlog::info("SIGHUP: {} API keys from {}", keys->size(), config.api_key_file);
-  gate.ReplaceApiKeys(*std::move(keys));
+  access.ReplaceApiKeys(*std::move(keys));
 }
 
-// "TLS ...; N API keys" for the start-up line.
+// "TLS ...; N API keys (...)" for the start-up line: what needs a key and what does not.
 std::string SecuritySummary(const ServerConfig& config, const std::optional<ApiKeys>& keys) {
   if (!keys.has_value()) return absl::StrCat(config.tls.Describe(), "; no API keys");
-  return absl::StrCat(config.tls.Describe(), "; ", keys->size(), " API keys (",
-                      config.reflection ? "health and reflection need" : "health needs", " none)");
+  const char* needs = "";
+  switch (config.reflection) {
+    case ReflectionMode::kOn: needs = "llmserve.v1 and reflection need one, health none"; break;
+    case ReflectionMode::kOpen: needs = "llmserve.v1 needs one, health and reflection (--reflection=open) none"; break;
+    case ReflectionMode::kOff: needs = "llmserve.v1 needs one, health none"; break;
+  }
+  return absl::StrCat(config.tls.Describe(), "; ", keys->size(), " API keys (", needs, ")");
 }
 
 }  // namespace
@@ -243,8 +259,10 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     exposer = *std::move(started);
   }
   auto key_store = std::make_shared<ApiKeyStore>(*std::move(keys));
-  ServiceGate gate(key_store, metrics->get());
-  signals.OnHangup([&config, &gate] { OnHangup(config, gate); });
+  // The one access check of both front ends (the HTTP API still reads key_store itself).
+  auto access = std::make_shared<AccessGate>(key_store, metrics->get(), config.reflection == ReflectionMode::kOn);
+  ServiceGate gate(access);
+  signals.OnHangup([&config, &access] { OnHangup(config, *access); });
   const absl::Cleanup no_hangup = [&signals] { signals.OnHangup(nullptr); };
   absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Bind(config.host, config.port);
   if (!listener.ok()) {
@@ -252,7 +270,7 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     return 1;
   }
   const int port = (*listener)->port();
-  std::unique_ptr<grpc::Server> server = StartGrpc(config, &gate, **listener, *std::move(credentials));
+  std::unique_ptr<grpc::Server> server = StartGrpc(config, &gate, access, **listener, *std::move(credentials));
   if (server == nullptr) {
     spdlog::error("cannot start the gRPC server");
     return 1;
@@ -306,17 +324,18 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   (*metrics)->OnStats(setup->engine->Stats());  // KV capacity before the first step
   setup->engine->Start();
   gate.Open(&service);
+  access->SetPhase(ServingPhase::kServing);
   SetHealth(*server, true);
   if (http != nullptr) {
     http->Open(&http_service);
     http->SetServing(true);
   }
-  spdlog::info("serving on {}: {}; reflection {}", address, setup->summary, config.reflection ? "on" : "off");
+  spdlog::info("serving on {}: {}; reflection {}", address, setup->summary, ReflectionModeName(config.reflection));
 
   const int sig = signals.WaitForShutdown();
   spdlog::info("{}: health NOT_SERVING, draining (delay {} s, then up to {} s; a second signal exits at once)",
                sig == SIGTERM ? "SIGTERM" : "SIGINT", config.drain_delay_seconds, config.drain_timeout_seconds);
-  Drain(config, **listener, *server, *setup->engine, service, http.get());
+  Drain(config, *access, **listener, *server, *setup->engine, service, http.get());
   server.reset();  // before the service it forwards to
   http.reset();    // likewise (joins its workers)
   spdlog::info("shut down");

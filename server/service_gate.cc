@@ -1,9 +1,13 @@
 #include "server/service_gate.h"
 
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/status_convert.h"
+
 namespace llmserve {
 namespace {
-
-grpc::Status Loading() { return grpc::Status(grpc::StatusCode::UNAVAILABLE, "model loading: try again shortly"); }
 
 // A stream that ends at once with `status`.
 class RefusedStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
@@ -20,65 +24,63 @@ grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const grpc::S
 
 }  // namespace
 
-ServiceGate::ServiceGate(std::optional<ApiKeys> keys, Metrics* metrics)
-    : ServiceGate(std::make_shared<ApiKeyStore>(std::move(keys)), metrics) {}
+ServiceGate::ServiceGate() : ServiceGate(std::make_shared<AccessGate>(nullptr, nullptr, true)) {}
 
-ServiceGate::ServiceGate(std::shared_ptr<ApiKeyStore> keys, Metrics* metrics)
-    : keys_(std::move(keys)), metrics_(metrics) {}
+ServiceGate::ServiceGate(std::shared_ptr<AccessGate> access) : access_(std::move(access)) {}
 
-std::optional<grpc::Status> ServiceGate::Refusal(grpc::CallbackServerContext* ctx) {
-  if (!keys_->enabled()) return std::nullopt;
-  const auto& metadata = ctx->client_metadata();
-  const auto [begin, end] = metadata.equal_range("authorization");
-  for (auto it = begin; it != end; ++it) {
-    if (keys_->Accepts(absl::string_view(it->second.data(), it->second.size()))) return std::nullopt;
+std::optional<grpc::Status> ServiceGate::Refusal(grpc::CallbackServerContext* ctx, LlmService** target) {
+  std::vector<std::string_view> authorization;
+  const auto [begin, end] = ctx->client_metadata().equal_range("authorization");
+  for (auto it = begin; it != end; ++it) authorization.emplace_back(it->second.data(), it->second.size());
+  if (absl::Status admitted = access_->Admit(AccessSurface::kGrpcApi, authorization); !admitted.ok()) {
+    return ToGrpcStatus(admitted);
   }
-  if (metrics_ != nullptr) metrics_->RecordUnauthenticated();
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      begin == end ? "no API key: send metadata 'authorization: Bearer <key>'"
-                                   : "the API key is not valid");
+  *target = target_.load();
+  // Admitted before Open (the phase moved first): still loading.
+  if (*target == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "model loading: try again shortly");
+  return std::nullopt;
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ServiceGate::Generate(grpc::CallbackServerContext* ctx,
                                                                   const grpc::ByteBuffer* request) {
-  if (std::optional<grpc::Status> refused = Refusal(ctx)) return new RefusedStream(*refused);
-  if (auto* t = target_.load()) return t->Generate(ctx, request);
-  return new RefusedStream(Loading());
+  LlmService* t = nullptr;
+  if (std::optional<grpc::Status> refused = Refusal(ctx, &t)) return new RefusedStream(*refused);
+  return t->Generate(ctx, request);
 }
 
 grpc::ServerUnaryReactor* ServiceGate::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                 grpc::ByteBuffer* response) {
-  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
-  if (auto* t = target_.load()) return t->Tokenize(ctx, request, response);
-  return Refuse(ctx, Loading());
+  LlmService* t = nullptr;
+  if (std::optional<grpc::Status> refused = Refusal(ctx, &t)) return Refuse(ctx, *refused);
+  return t->Tokenize(ctx, request, response);
 }
 
 grpc::ServerUnaryReactor* ServiceGate::ApplyChatTemplate(grpc::CallbackServerContext* ctx,
                                                          const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
-  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
-  if (auto* t = target_.load()) return t->ApplyChatTemplate(ctx, request, response);
-  return Refuse(ctx, Loading());
+  LlmService* t = nullptr;
+  if (std::optional<grpc::Status> refused = Refusal(ctx, &t)) return Refuse(ctx, *refused);
+  return t->ApplyChatTemplate(ctx, request, response);
 }
 
 grpc::ServerUnaryReactor* ServiceGate::Detokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                   grpc::ByteBuffer* response) {
-  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
-  if (auto* t = target_.load()) return t->Detokenize(ctx, request, response);
-  return Refuse(ctx, Loading());
+  LlmService* t = nullptr;
+  if (std::optional<grpc::Status> refused = Refusal(ctx, &t)) return Refuse(ctx, *refused);
+  return t->Detokenize(ctx, request, response);
 }
 
 grpc::ServerUnaryReactor* ServiceGate::GetModelInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                     grpc::ByteBuffer* response) {
-  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
-  if (auto* t = target_.load()) return t->GetModelInfo(ctx, request, response);
-  return Refuse(ctx, Loading());
+  LlmService* t = nullptr;
+  if (std::optional<grpc::Status> refused = Refusal(ctx, &t)) return Refuse(ctx, *refused);
+  return t->GetModelInfo(ctx, request, response);
 }
 
 grpc::ServerUnaryReactor* ServiceGate::GetServerInfo(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                      grpc::ByteBuffer* response) {
-  if (std::optional<grpc::Status> refused = Refusal(ctx)) return Refuse(ctx, *refused);
-  if (auto* t = target_.load()) return t->GetServerInfo(ctx, request, response);
-  return Refuse(ctx, Loading());
+  LlmService* t = nullptr;
+  if (std::optional<grpc::Status> refused = Refusal(ctx, &t)) return Refuse(ctx, *refused);
+  return t->GetServerInfo(ctx, request, response);
 }
 
 }  // namespace llmserve

@@ -1,28 +1,24 @@
 // ServiceGate: the llmserve.v1.LlmService the gRPC server registers at startup, before
 // the model is loaded (gRPC services cannot be added to a running server).
 //
-//   with API keys:  a call without `authorization: Bearer <key>` naming one of them is
-//                   refused first, UNAUTHENTICATED (counted: Metrics::RecordUnauthenticated)
-//   before Open():  every method answers UNAVAILABLE "model loading"
-//   after Open(s):  every method is forwarded to s (the real LlmService)
+//   every call:     AccessGate::Admit(kGrpcApi, its authorization metadata) first: without
+//                   an accepted key UNAUTHENTICATED, while loading UNAVAILABLE "model loading"
+//   once admitted:  forwarded to the LlmService given to Open()
 //
 // So the port, health (NOT_SERVING) and reflection answer while a large model loads.
-// Health and reflection are other services: they need no key.
+// Health and reflection are other services (reflection is checked by its interceptor,
+// server/reflection_guard.h).
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <optional>
 #include <type_traits>
-#include <utility>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 #include "llmserve/v1/llmserve.grpc.pb.h"
-#include "server/api_keys.h"
+#include "server/access_gate.h"
 #include "server/llm_service.h"
-#include "server/metrics.h"
 
 namespace llmserve {
 
@@ -32,15 +28,15 @@ static_assert(std::is_base_of_v<LlmServiceBase, LlmService>, "ServiceGate must m
 // Thread-safe (gRPC threads).
 class ServiceGate final : public LlmServiceBase {
  public:
-  // No keys: every call is let through; `metrics` (may be null) counts the refusals.
-  explicit ServiceGate(std::optional<ApiKeys> keys = std::nullopt, Metrics* metrics = nullptr);
-  // With the key store another front end (the HTTP API) shares.
-  ServiceGate(std::shared_ptr<ApiKeyStore> keys, Metrics* metrics);
+  // A gate of its own: no keys, loading until its phase is set (access()).
+  ServiceGate();
+  // Checks every call with `access` (never null), which the HTTP API shares.
+  explicit ServiceGate(std::shared_ptr<AccessGate> access);
 
-  // Replaces the keys (SIGHUP re-reads --api-key-file); calls from now on are checked
-  // against the new ones. Only where keys were given at construction.
-  void ReplaceApiKeys(ApiKeys keys) { keys_->Replace(std::move(keys)); }
-  // From now on calls go to `service`, which must outlive the gRPC server. Once only.
+  // The check in force (its phase, its keys).
+  AccessGate& access() const { return *access_; }
+  // From now on admitted calls go to `service`, which must outlive the gRPC server. Once
+  // only; the phase is the AccessGate's (set kServing after this).
   void Open(LlmService* service) { target_.store(service); }
   bool is_open() const { return target_.load() != nullptr; }
 
@@ -58,12 +54,12 @@ class ServiceGate final : public LlmServiceBase {
                                           grpc::ByteBuffer* response) override;
 
  private:
-  // UNAUTHENTICATED unless the call carries an accepted key (or no keys are set).
-  std::optional<grpc::Status> Refusal(grpc::CallbackServerContext* ctx);
+  // AccessGate's refusal of the call (or "model loading" when admitted before Open), or
+  // null with the service to forward it to.
+  std::optional<grpc::Status> Refusal(grpc::CallbackServerContext* ctx, LlmService** target);
 
   std::atomic<LlmService*> target_{nullptr};
-  const std::shared_ptr<ApiKeyStore> keys_;  // never null
-  Metrics* metrics_;
+  const std::shared_ptr<AccessGate> access_;  // never null
 };
 
 }  // namespace llmserve

@@ -3,7 +3,8 @@
 // llmctl with the CA and key streams a completion, without the key gets UNAUTHENTICATED, a
 // plaintext client cannot connect, mutual TLS refuses clients without an accepted
 // certificate, a renewed certificate is served without a restart, SIGHUP re-reads the
-// keys, bad files are start-up errors; and the per-connection stream cap.
+// keys, bad files are start-up errors; reflection needs the key too (unless
+// --reflection=open) while health never does; and the per-connection stream cap.
 #include <signal.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/integration/reflection_client.h"
 #include "tests/integration/server_process.h"
 #include "tests/util/subprocess.h"
 
@@ -184,6 +186,63 @@ TEST_F(SecurityTest, MetricsOverHttpsCountTheRefusedCalls) {
   plain.set_read_timeout(5);
   httplib::Result refused = plain.Get("/metrics");
   EXPECT_TRUE(!refused || refused->body.find("llmserve_") == std::string::npos) << "metrics served over plain HTTP";
+}
+
+// Reflection names every service and method: with keys it wants one like llmserve.v1
+// (refused: UNAUTHENTICATED, nothing listed, counted); health stays open.
+TEST_F(SecurityTest, ReflectionNeedsTheKeyWhereKeysAreSet) {
+  const int metrics_port = PickFreePort();
+  std::string error;
+  auto server = ServerProcess::Start({"--threads=2", "--api-key-file", File("keys.txt"), "--metrics-port",
+                                      std::to_string(metrics_port)},
+                                     &error);  // waits on health, without a key
+  ASSERT_NE(server, nullptr) << error;
+  EXPECT_EQ(server->Health(""), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(server->Health("llmserve.v1.LlmService"), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  const ReflectionListing none = ListServices(server->channel());
+  EXPECT_EQ(none.status.error_code(), grpc::UNAUTHENTICATED) << none.status.error_message();
+  EXPECT_EQ(none.status.error_message(), "no API key: send metadata 'authorization: Bearer <key>'");
+  EXPECT_EQ(none.error_code, 16) << "error_response of " << none.raw.size() << " bytes: " << none.error_message;
+  EXPECT_EQ(none.error_message, none.status.error_message());
+  EXPECT_TRUE(none.services.empty());
+  EXPECT_EQ(none.raw.find("llmserve.v1"), std::string::npos) << "a refused caller saw a service name";
+
+  const ReflectionListing wrong = ListServices(server->channel(), "Bearer not-the-key-0123456789");
+  EXPECT_EQ(wrong.status.error_code(), grpc::UNAUTHENTICATED);
+  EXPECT_EQ(wrong.status.error_message(), "the API key is not valid");
+  EXPECT_TRUE(wrong.services.empty());
+
+  for (const char* key : {kKey, kSecondKey}) {
+    const ReflectionListing keyed = ListServices(server->channel(), absl::StrCat("Bearer ", key));
+    EXPECT_TRUE(keyed.status.ok()) << keyed.status.error_code() << ": " << keyed.status.error_message();
+    EXPECT_EQ(keyed.error_code, 0) << keyed.error_message;
+    EXPECT_NE(std::find(keyed.services.begin(), keyed.services.end(), "llmserve.v1.LlmService"), keyed.services.end())
+        << keyed.raw;
+  }
+
+  httplib::Client scraper("127.0.0.1", metrics_port);  // /metrics needs no key
+  scraper.set_read_timeout(10);
+  httplib::Result got = scraper.Get("/metrics");
+  ASSERT_TRUE(got) << httplib::to_string(got.error());
+  EXPECT_EQ(got->status, 200);
+  EXPECT_NE(got->body.find("llmserve_unauthenticated_requests_total{model_name=\"demo\"} 2"), std::string::npos)
+      << got->body;
+  EXPECT_NE(server->Log().find("2 API keys (llmserve.v1 and reflection need one, health none)"), std::string::npos)
+      << server->Log();
+}
+
+TEST_F(SecurityTest, OpenReflectionIsServedWithoutAKeyButTheApiIsNot) {
+  std::string error;
+  auto server =
+      ServerProcess::Start({"--threads=2", "--api-key-file", File("keys.txt"), "--reflection=open"}, &error);
+  ASSERT_NE(server, nullptr) << error;
+  const ReflectionListing open = ListServices(server->channel());
+  EXPECT_TRUE(open.status.ok()) << open.status.error_code() << ": " << open.status.error_message();
+  EXPECT_NE(std::find(open.services.begin(), open.services.end(), "llmserve.v1.LlmService"), open.services.end())
+      << open.raw;
+  EXPECT_EQ(Info(server->address(), Connect(client::ConnectOptions())).error_code(), grpc::UNAUTHENTICATED);
+  EXPECT_NE(server->Log().find("health and reflection (--reflection=open) none"), std::string::npos) << server->Log();
 }
 
 TEST_F(SecurityTest, MutualTlsRefusesClientsWithoutAnAcceptedCertificate) {

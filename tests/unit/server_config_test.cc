@@ -220,6 +220,20 @@ TEST(ServerConfigTest, TlsDescribesWhatIsOn) {
   EXPECT_EQ(c.tls.Describe().rfind("mutual TLS", 0), 0u) << c.tls.Describe();
 }
 
+TEST(ServerConfigTest, ReflectionIsOnOffOrOpen) {
+  EXPECT_EQ(ServerConfig{}.reflection, ReflectionMode::kOn);
+  for (ReflectionMode mode : {ReflectionMode::kOn, ReflectionMode::kOff, ReflectionMode::kOpen}) {
+    absl::StatusOr<ReflectionMode> parsed = ParseReflectionMode(ReflectionModeName(mode));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, mode);
+  }
+  for (const char* bad : {"", "true", "ON", "closed"}) {
+    absl::StatusOr<ReflectionMode> parsed = ParseReflectionMode(bad);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(parsed.status().message().find("--reflection="), std::string::npos) << parsed.status();
+  }
+}
+
 TEST(ServerConfigTest, ModelNameFromPath) {
   EXPECT_EQ(ModelNameFromPath("models/stories15M.bin"), "stories15M");
   EXPECT_EQ(ModelNameFromPath("/x/y/tiny.gguf"), "tiny");

@@ -1,6 +1,7 @@
 // ServiceGate in an in-process gRPC server: every method answers UNAVAILABLE "model
-// loading" until Open(), then the calls reach the real LlmService (the demo model); with
-// API keys, a call without an accepted key gets UNAUTHENTICATED first, and is counted.
+// loading" until Open() and the AccessGate's kServing, then the calls reach the real
+// LlmService (the demo model); with API keys, a call without an accepted key gets
+// UNAUTHENTICATED first, and is counted.
 #include "server/service_gate.h"
 
 #include <memory>
@@ -27,7 +28,8 @@ class ServiceGateTest : public ::testing::Test {
     auto metrics = Metrics::Create(registry_, "llmserve_", "demo", MetricsConfigInfo{});
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     metrics_ = *std::move(metrics);
-    gate_ = std::make_unique<ServiceGate>(std::move(keys), metrics_.get());
+    access_ = std::make_shared<AccessGate>(std::make_shared<ApiKeyStore>(std::move(keys)), metrics_.get(), true);
+    gate_ = std::make_unique<ServiceGate>(access_);
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(gate_.get());
@@ -52,6 +54,7 @@ class ServiceGateTest : public ::testing::Test {
     service_ = std::make_unique<LlmService>(*setup_->engine, *setup_->tokenizer, setup_->info);
     setup_->engine->Start();
     gate_->Open(service_.get());
+    access_->SetPhase(ServingPhase::kServing);
   }
 
   // Every method's status code and message; `authorization` ("" = none) is sent as that
@@ -112,6 +115,7 @@ class ServiceGateTest : public ::testing::Test {
 
   prometheus::Registry registry_;
   std::unique_ptr<Metrics> metrics_;
+  std::shared_ptr<AccessGate> access_;
   std::unique_ptr<ServiceGate> gate_;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
@@ -146,6 +150,25 @@ TEST_F(ServiceGateTest, OpenGateForwardsEveryMethod) {
   v1::ModelInfo info;
   ASSERT_TRUE(stub_->GetModelInfo(&ctx, v1::GetModelInfoRequest(), &info).ok());
   EXPECT_EQ(info.name(), "demo");
+}
+
+TEST_F(ServiceGateTest, ServingPhaseBeforeOpenStillAnswersModelLoading) {
+  access_->SetPhase(ServingPhase::kServing);
+  for (const grpc::Status& st : CallAll()) {
+    EXPECT_EQ(st.error_code(), grpc::UNAVAILABLE);
+    EXPECT_NE(st.error_message().find("model loading"), std::string::npos) << st.error_message();
+  }
+}
+
+TEST_F(ServiceGateTest, DrainingPhasesStillForward) {
+  OpenGate();
+  // gRPC refuses new calls at the transport (GOAWAY), never with a status.
+  for (ServingPhase phase : {ServingPhase::kDraining, ServingPhase::kRefusing}) {
+    access_->SetPhase(phase);
+    grpc::ClientContext ctx;
+    v1::ModelInfo info;
+    EXPECT_TRUE(stub_->GetModelInfo(&ctx, v1::GetModelInfoRequest(), &info).ok());
+  }
 }
 
 class KeyedServiceGateTest : public ServiceGateTest {
@@ -191,7 +214,7 @@ TEST_F(KeyedServiceGateTest, ReplacedKeysApplyToTheNextCall) {
   OpenGate();
   absl::StatusOr<ApiKeys> rotated = ApiKeys::Parse("second-key-0123456789\n", "test");
   ASSERT_TRUE(rotated.ok());
-  gate_->ReplaceApiKeys(*std::move(rotated));
+  gate_->access().ReplaceApiKeys(*std::move(rotated));
   EXPECT_EQ(CallAll("Bearer first-key-0123456789")[0].error_code(), grpc::UNAUTHENTICATED);
   EXPECT_TRUE(CallAll("Bearer second-key-0123456789")[0].ok());
 }
