@@ -48,9 +48,8 @@ bool IsJson(const HttpRequest& req) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(const ServerConfig& config,
-                                                                   std::shared_ptr<ApiKeyStore> keys,
-                                                                   Metrics* metrics) {
-  std::unique_ptr<OpenAiServer> server(new OpenAiServer(std::move(keys), metrics));
+                                                                   std::shared_ptr<const AccessGate> access) {
+  std::unique_ptr<OpenAiServer> server(new OpenAiServer(std::move(access)));
   http::HttpServerOptions options = config.HttpOptions("the HTTP API");
   options.use_client_ca = true;
   absl::StatusOr<std::unique_ptr<http::HttpServer>> bound =
@@ -84,17 +83,12 @@ std::optional<HttpResponse> OpenAiServer::Screen(const HttpRequest& head) {
     return r;
   }
   if (route == Route::kHealth) return std::nullopt;
-  // The API: the key first (as gRPC's gate), then the server's state, then the content.
-  const std::string_view authorization = head.Header("Authorization");
-  if (keys_->enabled() && !keys_->Accepts(absl::string_view(authorization.data(), authorization.size()))) {
-    if (metrics_ != nullptr) metrics_->RecordUnauthenticated();
-    return ErrorResponse(absl::UnauthenticatedError(head.HasHeader("Authorization")
-                                                        ? "the API key is not valid"
-                                                        : "no API key: send the header 'Authorization: Bearer <key>'"));
-  }
-  if (refusing_.load()) {
-    HttpResponse r = ErrorResponse(absl::UnavailableError("draining: the server is shutting down, retry elsewhere"));
-    r.close = true;
+  // The API: the gate (the key, then the server's phase), then the content.
+  const std::vector<std::string_view> authorization = head.HeaderValues("Authorization");
+  if (absl::Status admitted = access_->Admit(AccessSurface::kHttpApi, authorization); !admitted.ok()) {
+    HttpResponse r = ErrorResponse(admitted);
+    // Refusing: like gRPC's GOAWAY, the connection closes and the client retries elsewhere.
+    r.close = access_->phase() == ServingPhase::kRefusing;
     return r;
   }
   if (target_.load() == nullptr) return ErrorResponse(absl::UnavailableError("model loading: try again shortly"));
@@ -110,8 +104,8 @@ std::optional<HttpResponse> OpenAiServer::Screen(const HttpRequest& head) {
 http::HttpAnswer OpenAiServer::Handle(HttpRequest request) {
   const Route route = RouteOf(request.path);
   if (route == Route::kHealth) {
-    if (serving_.load()) return JsonResponse(R"({"status":"ok"})");
-    return ErrorResponse(absl::UnavailableError(target_.load() == nullptr ? "model loading" : "draining: shutting down"));
+    const absl::Status health = access_->Health();  // kServing comes after Open
+    return health.ok() ? JsonResponse(R"({"status":"ok"})") : ErrorResponse(health);
   }
   OpenAiService* service = target_.load();  // Screen saw it open
   switch (route) {

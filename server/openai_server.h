@@ -3,17 +3,18 @@
 // on an http::HttpServer (server/http/http_server.h: deadlines, connection caps, pipelining).
 //
 //   GET  /health                              200 {"status": "ok"} serving; 503 loading or draining
-//   GET  /v1/models, /v1/models/{id}          ┐ screened on the head, before the body is read:
-//   POST /v1/completions                      │ the API key ("Authorization: Bearer <key>",
-//   POST /v1/chat/completions                 ┘ the gRPC port's keys; 401 without), then 503
-//                                               "model loading" until Open, then OpenAiService
+//   GET  /v1/models, /v1/models/{id}          ┐ screened on the head, before the body is read,
+//   POST /v1/completions                      │ by the AccessGate both front ends share: the API
+//   POST /v1/chat/completions                 ┘ key ("Authorization: Bearer <key>"; 401 without),
+//                                               then 503 "model loading" until Open, then
+//                                               OpenAiService
 //   another path 404, another method 405 (with Allow), a POST body that is not
 //   application/json 415, a body over --max-request-bytes 413, a handler that throws 500:
 //   always OpenAI's error object.
 //
-// Draining: SetServing(false) turns /health to 503 (load balancers stop sending), Close()
-// refuses new connections while the requests in flight finish; RefuseNewRequests() answers
-// the requests that still arrive on open keep-alive connections 503 and closes those.
+// Draining follows the gate's phase: kDraining turns /health to 503 (load balancers stop
+// sending); Close() refuses new connections while the requests in flight finish; kRefusing
+// answers the requests that still arrive on open keep-alive connections 503 and closes them.
 #pragma once
 
 #include <atomic>
@@ -23,7 +24,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/api_keys.h"
+#include "server/access_gate.h"
 #include "server/http/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_service.h"
@@ -35,21 +36,16 @@ namespace llmserve {
 class OpenAiServer final : public http::HttpHandler {
  public:
   // Binds --host:--http-port (TLS with --tls-cert; mutual TLS with --tls-client-ca) and
-  // starts serving (health 503, the API "model loading"). `keys` (never null) and
-  // `metrics` (may be null) must outlive the server. UNAVAILABLE for a busy port.
+  // starts serving (health 503, the API "model loading" until Open and the gate's
+  // kServing). UNAVAILABLE for a busy port.
   static absl::StatusOr<std::unique_ptr<OpenAiServer>> Start(const ServerConfig& config,
-                                                             std::shared_ptr<ApiKeyStore> keys, Metrics* metrics);
+                                                             std::shared_ptr<const AccessGate> access);
   ~OpenAiServer() override;  // closes every connection
 
   // From now on the API goes to `service` (which must outlive the server). Once only.
   void Open(OpenAiService* service) { target_.store(service); }
-  // Whether /health answers 200.
-  void SetServing(bool serving) { serving_.store(serving); }
   // Refuses new connections; requests in flight go on.
   void Close() { server_->Close(); }
-  // From now on a request on a connection still open gets 503 "draining" and the connection
-  // closes (as gRPC's GOAWAY: the client retries elsewhere).
-  void RefuseNewRequests() { refusing_.store(true); }
 
   int port() const { return server_->port(); }
   const std::string& address() const { return server_->address(); }
@@ -62,14 +58,11 @@ class OpenAiServer final : public http::HttpHandler {
   http::HttpResponse TransportError(int status, std::string message) override;
 
  private:
-  OpenAiServer(std::shared_ptr<ApiKeyStore> keys, Metrics* metrics) : keys_(std::move(keys)), metrics_(metrics) {}
+  explicit OpenAiServer(std::shared_ptr<const AccessGate> access) : access_(std::move(access)) {}
 
-  std::unique_ptr<http::HttpServer> server_;
-  const std::shared_ptr<ApiKeyStore> keys_;
-  Metrics* const metrics_;
+  const std::shared_ptr<const AccessGate> access_;
   std::atomic<OpenAiService*> target_{nullptr};
-  std::atomic<bool> serving_{false};
-  std::atomic<bool> refusing_{false};
+  std::unique_ptr<http::HttpServer> server_;  // last: stopped first
 };
 
 }  // namespace llmserve

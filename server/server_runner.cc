@@ -115,7 +115,6 @@ void Drain(const ServerConfig& config, AccessGate& access, GrpcListener& listene
   // 1. Tell the health checkers first; during the delay everything is still served.
   access.SetPhase(ServingPhase::kDraining);
   if (grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService()) health->SetServingStatus(false);
-  if (http != nullptr) http->SetServing(false);
   if (config.drain_delay_seconds > 0) {
     spdlog::info("serving on for --drain-delay={} s (health NOT_SERVING)", config.drain_delay_seconds);
     absl::SleepFor(absl::Seconds(config.drain_delay_seconds));
@@ -134,7 +133,6 @@ void Drain(const ServerConfig& config, AccessGate& access, GrpcListener& listene
   spdlog::info("port closed: refusing new connections");
   absl::SleepFor(kAcceptLinger);
   access.SetPhase(ServingPhase::kRefusing);
-  if (http != nullptr) http->RefuseNewRequests();
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Seconds(config.drain_timeout_seconds);
   // The core shutdown begins here, on this thread, so that it surely precedes step 5's
@@ -259,7 +257,7 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
     exposer = *std::move(started);
   }
   auto key_store = std::make_shared<ApiKeyStore>(*std::move(keys));
-  // The one access check of both front ends (the HTTP API still reads key_store itself).
+  // The one access check of both front ends.
   auto access = std::make_shared<AccessGate>(key_store, metrics->get(), config.reflection == ReflectionMode::kOn);
   ServiceGate gate(access);
   signals.OnHangup([&config, &access] { OnHangup(config, *access); });
@@ -280,7 +278,7 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   // The HTTP API: up now (health 503, "model loading"), open once the model is loaded.
   std::unique_ptr<OpenAiServer> http;
   if (config.http_port != 0) {
-    absl::StatusOr<std::unique_ptr<OpenAiServer>> started = OpenAiServer::Start(config, key_store, metrics->get());
+    absl::StatusOr<std::unique_ptr<OpenAiServer>> started = OpenAiServer::Start(config, access);
     if (!started.ok()) {
       spdlog::error("{}", std::string(started.status().message()));
       (*listener)->Close();
@@ -324,12 +322,9 @@ int RunServer(const ServerConfig& config, SignalWatcher& signals) {
   (*metrics)->OnStats(setup->engine->Stats());  // KV capacity before the first step
   setup->engine->Start();
   gate.Open(&service);
+  if (http != nullptr) http->Open(&http_service);
   access->SetPhase(ServingPhase::kServing);
   SetHealth(*server, true);
-  if (http != nullptr) {
-    http->Open(&http_service);
-    http->SetServing(true);
-  }
   spdlog::info("serving on {}: {}; reflection {}", address, setup->summary, ReflectionModeName(config.reflection));
 
   const int sig = signals.WaitForShutdown();

@@ -37,8 +37,9 @@ class OpenAiServerTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Metrics>> metrics = Metrics::Create(*registry_, "t_", "model", MetricsConfigInfo());
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     metrics_ = *std::move(metrics);
-    absl::StatusOr<std::unique_ptr<OpenAiServer>> s =
-        OpenAiServer::Start(config, std::make_shared<ApiKeyStore>(std::move(keys)), metrics_.get());
+    access_ = std::make_shared<AccessGate>(std::make_shared<ApiKeyStore>(std::move(keys)), metrics_.get(),
+                                           /*reflection_needs_key=*/true);
+    absl::StatusOr<std::unique_ptr<OpenAiServer>> s = OpenAiServer::Start(config, access_);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = *std::move(s);
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
@@ -59,6 +60,7 @@ class OpenAiServerTest : public ::testing::Test {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Metrics> metrics_;
+  std::shared_ptr<AccessGate> access_;
   std::unique_ptr<OpenAiServer> server_;
   std::unique_ptr<httplib::Client> client_;
 };
@@ -72,7 +74,7 @@ TEST_F(OpenAiServerTest, LoadingThenServingHealth) {
   EXPECT_EQ(api, 503);
   EXPECT_NE(why.find("model loading"), std::string::npos) << why;
   EXPECT_EQ(Error(client_->Get("/v1/models")).first, 503);
-  server_->SetServing(true);
+  access_->SetPhase(ServingPhase::kServing);
   httplib::Result ok = client_->Get("/health");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
@@ -104,8 +106,7 @@ TEST_F(OpenAiServerTest, PathsMethodsSizesAndTypes) {
 
 TEST_F(OpenAiServerTest, RefusingAnswers503AndClosesTheConnection) {
   Start(false);
-  server_->SetServing(true);
-  server_->RefuseNewRequests();
+  access_->SetPhase(ServingPhase::kRefusing);
   httplib::Result r = client_->Post("/v1/chat/completions", R"({"messages": []})", "application/json");
   auto [status, message] = Error(r);
   EXPECT_EQ(status, 503);
@@ -120,7 +121,7 @@ TEST_F(OpenAiServerTest, ABusyPortIsAnError) {
   config.host = "127.0.0.1";
   config.http_port = server_->port();
   absl::StatusOr<std::unique_ptr<OpenAiServer>> second =
-      OpenAiServer::Start(config, std::make_shared<ApiKeyStore>(), nullptr);
+      OpenAiServer::Start(config, std::make_shared<AccessGate>(nullptr, nullptr, true));
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status();

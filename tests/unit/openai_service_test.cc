@@ -58,6 +58,7 @@ struct Harness {
   ReasonObserver observer;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<OpenAiService> service;
+  std::shared_ptr<AccessGate> access;
   std::unique_ptr<OpenAiServer> server;
 
   explicit Harness(const EngineConfig& c = FakeConfig()) {
@@ -76,12 +77,13 @@ struct Harness {
     config.host = "127.0.0.1";
     config.http_port = 0;
     config.http_threads = 4;
-    auto s = OpenAiServer::Start(config, std::make_shared<ApiKeyStore>(), nullptr);
+    access = std::make_shared<AccessGate>(nullptr, nullptr, /*reflection_needs_key=*/true);
+    auto s = OpenAiServer::Start(config, access);
     EXPECT_TRUE(s.ok()) << s.status();
     if (!s.ok()) return;
     server = *std::move(s);
     server->Open(service.get());
-    server->SetServing(true);
+    access->SetPhase(ServingPhase::kServing);
   }
   ~Harness() {
     state->Resume();
