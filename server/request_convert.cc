@@ -215,16 +215,17 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const GenerationInput& in, const T
     if (n + max_tokens > limits.max_context) {
       // "max_tokens" as the caller spelled it: it is what to change.
       const FieldName& m = names[F::kMaxTokens];
-      return WithParam(Invalid(absl::StrCat("prompt (", n, " tokens) + ", absl::string_view(m.name.data(), m.name.size()),
-                                            " (", max_tokens, ") = ", n + max_tokens, " exceeds the context length (",
-                                            limits.max_context, ")")),
+      return WithParam(Invalid(absl::StrCat("prompt (", n, " tokens) + ",
+                                            absl::string_view(m.name.data(), m.name.size()), " (", max_tokens, ") = ",
+                                            n + max_tokens, " exceeds the context length (", limits.max_context, ")")),
                        m.param);
     }
   } else {
     if (n >= limits.max_context) {
-      return BlameField(Invalid(absl::StrCat("prompt (", n, " tokens) leaves no room to generate in the context length (",
-                                             limits.max_context, ")")),
-                        names, PromptField(in.prompt));
+      return BlameField(
+          Invalid(absl::StrCat("prompt (", n, " tokens) leaves no room to generate in the context length (",
+                               limits.max_context, ")")),
+          names, PromptField(in.prompt));
     }
     out.stop.max_tokens = static_cast<int32_t>(std::min<int64_t>(kDefaultMaxTokens, limits.max_context - n));
   }
@@ -258,7 +259,9 @@ absl::StatusOr<RenderedChat> RenderChat(const ChatConversation& c, const FieldNa
   for (size_t i = 0; i < c.messages.size(); ++i) {
     const ChatTurn& m = c.messages[i];
     if (m.role.empty()) return FieldError(names, F::kMessages, absl::StrCat("[", i, "].role must be non-empty"));
-    if (!utf8::IsValid(m.role)) return FieldError(names, F::kMessages, absl::StrCat("[", i, "].role must be valid UTF-8"));
+    if (!utf8::IsValid(m.role)) {
+      return FieldError(names, F::kMessages, absl::StrCat("[", i, "].role must be valid UTF-8"));
+    }
     if (!utf8::IsValid(m.content)) {
       return FieldError(names, F::kMessages, absl::StrCat("[", i, "].content must be valid UTF-8"));
     }

@@ -144,7 +144,8 @@ std::vector<Row> Rows() {
        .message = "{} is required: set text, tokens or chat", .http_message = "prompt is required"},
       {.name = "empty text", .field = F::kText, .api = kC, .grpc = [](auto& r) { r.set_text(""); },
        .http = {{"prompt", ""}}, .grpc_name = "text", .http_name = "prompt", .message = "{} must be non-empty"},
-      {.name = "text over --max-prompt-bytes", .field = F::kText, .api = kC, .grpc = [](auto&) {}, .http = json::object(),
+      {.name = "text over --max-prompt-bytes", .field = F::kText, .api = kC, .grpc = [](auto&) {},
+       .http = json::object(),
        .grpc_name = "text", .http_name = "prompt",
        .message = "{} must be at most 5 bytes (the server's --max-prompt-bytes), got 7",
        .limits = [](RequestLimits& l) { l.max_prompt_bytes = 5; }},
@@ -208,9 +209,11 @@ std::vector<Row> Rows() {
        .http = {{"top_k", -3}}, .grpc_name = "top_k", .http_name = "top_k",
        .message = "{} must be >= 0 (0 = all tokens), got -3"},
       {.name = "top_p", .field = F::kTopP, .api = kC, .grpc = [](auto& r) { r.set_top_p(1.5f); },
-       .http = {{"top_p", 1.5}}, .grpc_name = "top_p", .http_name = "top_p", .message = "{} must be in (0, 1], got 1.5"},
+       .http = {{"top_p", 1.5}}, .grpc_name = "top_p", .http_name = "top_p",
+       .message = "{} must be in (0, 1], got 1.5"},
       {.name = "min_p", .field = F::kMinP, .api = kC, .grpc = [](auto& r) { r.set_min_p(-0.5f); },
-       .http = {{"min_p", -0.5}}, .grpc_name = "min_p", .http_name = "min_p", .message = "{} must be in [0, 1], got -0.5"},
+       .http = {{"min_p", -0.5}}, .grpc_name = "min_p", .http_name = "min_p",
+       .message = "{} must be in [0, 1], got -0.5"},
       {.name = "repetition_penalty", .field = F::kRepetitionPenalty, .api = kC,
        .grpc = [](auto& r) { r.set_repetition_penalty(0); }, .http = {{"repetition_penalty", 0}},
        .grpc_name = "repetition_penalty", .http_name = "repetition_penalty",
@@ -220,7 +223,8 @@ std::vector<Row> Rows() {
        .grpc_name = "presence_penalty", .http_name = "presence_penalty", .message = "{} must be in [-2, 2], got 3"},
       {.name = "frequency_penalty", .field = F::kFrequencyPenalty, .api = kChat,
        .grpc = [](auto& r) { r.set_frequency_penalty(-2.5f); }, .http = {{"frequency_penalty", -2.5}},
-       .grpc_name = "frequency_penalty", .http_name = "frequency_penalty", .message = "{} must be in [-2, 2], got -2.5"},
+       .grpc_name = "frequency_penalty", .http_name = "frequency_penalty",
+       .message = "{} must be in [-2, 2], got -2.5"},
       {.name = "logprobs", .field = F::kLogprobs, .api = kC, .grpc = [](auto& r) { r.set_logprobs(21); },
        .http = {{"logprobs", 21}}, .grpc_name = "logprobs", .http_name = "logprobs",
        .message = "{} must be in [0, 20], got 21"},
@@ -236,7 +240,8 @@ std::vector<Row> Rows() {
        .grpc_name = "logit_bias", .http_name = "logit_bias", .message = "{} must name token ids in [0, 64), got 70"},
       {.name = "logit_bias value", .field = F::kLogitBias, .api = kChat,
        .grpc = [](auto& r) { (*r.mutable_logit_bias())[5] = 150; }, .http = {{"logit_bias", {{"5", 150}}}},
-       .grpc_name = "logit_bias", .http_name = "logit_bias", .message = "{} must be in [-100, 100], got 150 for token 5"},
+       .grpc_name = "logit_bias", .http_name = "logit_bias",
+       .message = "{} must be in [-100, 100], got 150 for token 5"},
       // Stopping.
       {.name = "max_tokens < 1", .field = F::kMaxTokens, .api = kC, .grpc = [](auto& r) { r.set_max_tokens(0); },
        .http = {{"max_tokens", 0}}, .grpc_name = "max_tokens", .http_name = "max_tokens",
@@ -244,7 +249,8 @@ std::vector<Row> Rows() {
       {.name = "max_completion_tokens < 1", .field = F::kMaxTokens, .api = kChat,
        .grpc = [](auto& r) { r.set_max_tokens(0); }, .http = {{"max_completion_tokens", 0}}, .grpc_name = "max_tokens",
        .http_name = "max_completion_tokens", .message = "{} must be >= 1, got 0"},
-      {.name = "chat max_tokens < 1", .field = F::kMaxTokens, .api = kChat, .grpc = [](auto& r) { r.set_max_tokens(-4); },
+      {.name = "chat max_tokens < 1", .field = F::kMaxTokens, .api = kChat,
+       .grpc = [](auto& r) { r.set_max_tokens(-4); },
        .http = {{"max_tokens", -4}}, .grpc_name = "max_tokens", .http_name = "max_tokens",
        .message = "{} must be >= 1, got -4"},
       {.name = "max_tokens over the context", .field = F::kMaxTokens, .api = kC,
@@ -257,7 +263,8 @@ std::vector<Row> Rows() {
       {.name = "too many stops", .field = F::kStop, .api = kC, .grpc = grpc_stops(std::vector<std::string>(17, "x")),
        .http = {{"stop", std::vector<std::string>(17, "x")}}, .grpc_name = "stop", .http_name = "stop",
        .message = "{} must have at most 16 strings, got 17"},
-      {.name = "empty stop", .field = F::kStop, .api = kC, .grpc = grpc_stops({"a", ""}), .http = {{"stop", json::array({"a", ""})}},
+      {.name = "empty stop", .field = F::kStop, .api = kC, .grpc = grpc_stops({"a", ""}),
+       .http = {{"stop", json::array({"a", ""})}},
        .grpc_name = "stop", .http_name = "stop", .message = "{}[1] must be non-empty"},
       {.name = "long stop", .field = F::kStop, .api = kChat, .grpc = grpc_stops({std::string(257, 'z')}),
        .http = {{"stop", std::string(257, 'z')}}, .grpc_name = "stop", .http_name = "stop",
@@ -266,7 +273,8 @@ std::vector<Row> Rows() {
        .grpc_name = "stop", .http_name = "stop", .message = "{}[0] must be valid UTF-8",
        .http_inject = [](GenerationInput& in) { in.stop[0] = "\xFF"; }},
       {.name = "stop token id", .field = F::kStopTokenIds, .api = kC,
-       .grpc = [](auto& r) { r.add_stop_token_ids(3); r.add_stop_token_ids(64); }, .http = {{"stop_token_ids", {3, 64}}},
+       .grpc = [](auto& r) { r.add_stop_token_ids(3); r.add_stop_token_ids(64); },
+       .http = {{"stop_token_ids", {3, 64}}},
        .grpc_name = "stop_token_ids", .http_name = "stop_token_ids", .message = "{}[1] must be in [0, 64), got 64"},
       {.name = "negative stop token id", .field = F::kStopTokenIds, .api = kChat,
        .grpc = [](auto& r) { r.add_stop_token_ids(-2); }, .http = {{"stop_token_ids", {-2}}},
@@ -278,7 +286,8 @@ std::vector<Row> Rows() {
        .grpc_name = "request_id", .http_name = "X-Request-Id", .message = "{} must be at most 128 bytes, got 129",
        .http_inject = [](GenerationInput& in) { in.request_id = std::string(129, 'r'); }},
       {.name = "cache_salt", .field = F::kCacheSalt, .api = kChat,
-       .grpc = [](auto& r) { r.set_cache_salt(std::string(257, 's')); }, .http = {{"cache_salt", std::string(257, 's')}},
+       .grpc = [](auto& r) { r.set_cache_salt(std::string(257, 's')); },
+       .http = {{"cache_salt", std::string(257, 's')}},
        .grpc_name = "cache_salt", .http_name = "cache_salt", .message = "{} must be at most 256 bytes, got 257"},
   };
 }
@@ -299,7 +308,8 @@ absl::Status ViaGrpc(const Row& row, const RequestLimits& limits) {
 absl::Status ViaHttp(const Row& row, const RequestLimits& limits) {
   json body = BaseHttp(row.api);
   body.merge_patch(row.http);
-  const OpenAiEndpoint endpoint = row.api == Api::kChat ? OpenAiEndpoint::kChatCompletions : OpenAiEndpoint::kCompletions;
+  const OpenAiEndpoint endpoint =
+      row.api == Api::kChat ? OpenAiEndpoint::kChatCompletions : OpenAiEndpoint::kCompletions;
   absl::StatusOr<OpenAiRequest> parsed = ParseOpenAiRequest(endpoint, body.dump());
   if (!parsed.ok()) return parsed.status();
   if (row.http_inject) row.http_inject(parsed->input);
