@@ -15,47 +15,68 @@ constexpr size_t kMaxStopStrings = 16;
 constexpr size_t kMaxStopStringBytes = 256;
 constexpr int32_t kMaxLogprobs = 20;
 
-// "<field> must be <range>, got <value>" for a float field.
-absl::Status BadFloat(const char* field, const char* range, float v) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", range, ", got ", v));
-}
-
 // "<field> must be <range>, got <value>" for an integer field.
 absl::Status BadInt(const char* field, const char* range, int64_t v) {
   return absl::InvalidArgumentError(absl::StrCat(field, " must be ", range, ", got ", v));
 }
 
+// "must be <range>, got <value>".
+template <class T>
+SamplingProblem Out(SamplingField field, const char* range, T v) {
+  return {field, absl::StrCat("must be ", range, ", got ", v)};
+}
+
 }  // namespace
 
-absl::Status SamplingParams::Validate() const {
+const char* SamplingFieldName(SamplingField field) {
+  switch (field) {
+    case SamplingField::kTemperature: return "temperature";
+    case SamplingField::kTopK: return "top_k";
+    case SamplingField::kTopP: return "top_p";
+    case SamplingField::kMinP: return "min_p";
+    case SamplingField::kRepetitionPenalty: return "repetition_penalty";
+    case SamplingField::kPresencePenalty: return "presence_penalty";
+    case SamplingField::kFrequencyPenalty: return "frequency_penalty";
+    case SamplingField::kLogprobs: return "logprobs";
+    case SamplingField::kLogitBias: return "logit_bias";
+  }
+  return "?";
+}
+
+std::optional<SamplingProblem> SamplingParams::FirstProblem() const {
+  using F = SamplingField;
   // Every comparison below is false for NaN, so NaN fails each range check; inf is
   // rejected explicitly where the range is unbounded.
   if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
-    return BadFloat("temperature", "a finite number >= 0 (0 = greedy)", temperature);
+    return Out(F::kTemperature, "a finite number >= 0 (0 = greedy)", temperature);
   }
-  if (top_k < 0) return BadInt("top_k", ">= 0 (0 = all tokens)", top_k);
-  if (!(top_p > 0.0f && top_p <= 1.0f)) return BadFloat("top_p", "in (0, 1]", top_p);
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) return BadFloat("min_p", "in [0, 1]", min_p);
+  if (top_k < 0) return Out(F::kTopK, ">= 0 (0 = all tokens)", top_k);
+  if (!(top_p > 0.0f && top_p <= 1.0f)) return Out(F::kTopP, "in (0, 1]", top_p);
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) return Out(F::kMinP, "in [0, 1]", min_p);
   if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
-    return BadFloat("repetition_penalty", "a finite number > 0 (1 = off)", repetition_penalty);
+    return Out(F::kRepetitionPenalty, "a finite number > 0 (1 = off)", repetition_penalty);
   }
   if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) {
-    return BadFloat("presence_penalty", "in [-2, 2]", presence_penalty);
+    return Out(F::kPresencePenalty, "in [-2, 2]", presence_penalty);
   }
   if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
-    return BadFloat("frequency_penalty", "in [-2, 2]", frequency_penalty);
+    return Out(F::kFrequencyPenalty, "in [-2, 2]", frequency_penalty);
   }
-  if (logprobs < 0 || logprobs > kMaxLogprobs) return BadInt("logprobs", "in [0, 20]", logprobs);
-  if (logit_bias.size() > kMaxLogitBias) {
-    return BadInt("logit_bias", "at most 1024 entries", static_cast<int64_t>(logit_bias.size()));
-  }
+  if (logprobs < 0 || logprobs > kMaxLogprobs) return Out(F::kLogprobs, "in [0, 20]", logprobs);
+  if (logit_bias.size() > kMaxLogitBias) return Out(F::kLogitBias, "at most 1024 entries", logit_bias.size());
   for (const auto& [id, bias] : logit_bias) {
-    if (id < 0) return absl::InvalidArgumentError(absl::StrCat("logit_bias must name token ids >= 0, got ", id));
+    if (id < 0) return SamplingProblem{F::kLogitBias, absl::StrCat("must name token ids >= 0, got ", id)};
     if (!(bias >= -100.0f && bias <= 100.0f)) {
-      return absl::InvalidArgumentError(absl::StrCat("logit_bias must be in [-100, 100], got ", bias, " for token ", id));
+      return SamplingProblem{F::kLogitBias, absl::StrCat("must be in [-100, 100], got ", bias, " for token ", id)};
     }
   }
-  return absl::OkStatus();
+  return std::nullopt;
+}
+
+absl::Status SamplingParams::Validate() const {
+  const std::optional<SamplingProblem> problem = FirstProblem();
+  if (!problem.has_value()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(SamplingFieldName(problem->field), " ", problem->what));
 }
 
 absl::Status StopConditions::Validate(int32_t vocab_size) const {

@@ -13,6 +13,29 @@
 
 namespace llmserve {
 
+// The SamplingParams fields a range check can fail on (SamplingParams::FirstProblem).
+enum class SamplingField {
+  kTemperature,
+  kTopK,
+  kTopP,
+  kMinP,
+  kRepetitionPenalty,
+  kPresencePenalty,
+  kFrequencyPenalty,
+  kLogprobs,
+  kLogitBias,
+};
+
+// The field's name as a SamplingParams member ("top_p").
+const char* SamplingFieldName(SamplingField field);
+
+// A field out of its range: which, and the rule it breaks ("must be in (0, 1], got 1.5"),
+// so that a caller can lead the message with its own name for the field.
+struct SamplingProblem {
+  SamplingField field;
+  std::string what;
+};
+
 // Token selection for one request. Order of application on a step's logits:
 //   0. logit_bias added to its ids' logits,
 //   1. penalties (repetition over prompt + generated ids; presence and frequency over
@@ -38,7 +61,9 @@ struct SamplingParams {
 
   static constexpr size_t kMaxLogitBias = 1024;
 
-  // INVALID_ARGUMENT naming the first field out of range.
+  // The first field out of range, or nullopt.
+  std::optional<SamplingProblem> FirstProblem() const;
+  // INVALID_ARGUMENT naming the first field out of range ("<member> <what>").
   absl::Status Validate() const;
   // True when the result is argmax of the penalized logits (no randomness).
   bool greedy() const { return temperature == 0.0f; }

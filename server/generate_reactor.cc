@@ -69,7 +69,8 @@ GenerateReactor* GenerateReactor::Start(grpc::CallbackServerContext* ctx, const 
   status = ParseRequest(request, &req);
   if (status.ok()) {
     absl::StatusOr<EngineRequest> er =
-        ToEngineRequest(req, *deps.tokenizer, *deps.limits, absl::StrCat("req-", request_number));
+        ToEngineRequest(FromGenerateRequest(req), *deps.tokenizer, *deps.limits,
+                        absl::StrCat("req-", request_number));
     status = er.status();
     if (status.ok()) {
       er->deadline = CallDeadline(*ctx);

@@ -1,6 +1,7 @@
 // GenerateReactor: one Generate call, from the request's bytes to the last message.
 //
-//   Start (gRPC thread): parse → ToEngineRequest → Engine::Submit ──error──▶ Finish(status)
+//   Start (gRPC thread): parse → FromGenerateRequest → ToEngineRequest → Engine::Submit
+//        │                                             ──error──▶ Finish(status)
 //        │ ok: channel notifier = post Pump via Link (below) to the StreamPump; Pump()
 //        ▼
 //   Pump (no write in flight; any thread): TryPop ── none: the channel arms the notifier

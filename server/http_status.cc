@@ -1,7 +1,5 @@
 #include "server/http_status.h"
 
-#include <cctype>
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -25,25 +23,6 @@ const char* ErrorType(int http_status) {
     case 504: return "timeout_error";
     default: return http_status < 500 ? "invalid_request_error" : "server_error";
   }
-}
-
-// The field a validation message starts with: "top_p must ...", "stop[2] must ...",
-// "chat.messages must ..." give top_p, stop, chat.messages; anything else nullopt.
-std::optional<std::string> LeadingField(std::string_view message) {
-  size_t i = 0;
-  while (i < message.size() && (std::islower(static_cast<unsigned char>(message[i])) || message[i] == '_' ||
-                                message[i] == '.' || (i > 0 && std::isdigit(static_cast<unsigned char>(message[i]))))) {
-    ++i;
-  }
-  if (i == 0) return std::nullopt;
-  std::string field(message.substr(0, i));
-  if (i < message.size() && message[i] == '[') {
-    const size_t close = message.find(']', i);
-    if (close == std::string_view::npos) return std::nullopt;
-    i = close + 1;
-  }
-  if (message.substr(i, 6) != " must ") return std::nullopt;
-  return field;
 }
 
 }  // namespace
@@ -83,11 +62,7 @@ HttpError ToHttpError(const absl::Status& status) {
   HttpError out;
   out.status = HttpStatusCode(status);
   nlohmann::json param = nullptr;
-  if (auto p = status.GetPayload(kParamUrl)) {
-    param = std::string(*p);
-  } else if (out.status == 400) {
-    if (std::optional<std::string> field = LeadingField(std::string(status.message()))) param = *field;
-  }
+  if (auto p = status.GetPayload(kParamUrl)) param = std::string(*p);
   std::string message(status.message());
   if (message.empty()) message = std::string(absl::StatusCodeToString(status.code()));
   nlohmann::json code = nullptr;

@@ -3,12 +3,14 @@
 //
 //   {"error": {"message": "...", "type": "invalid_request_error", "param": "top_p", "code": null}}
 //
-//   INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE  400  (param: the field the message names)
+//   INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE  400  (param: the field WithParam named)
 //   UNAUTHENTICATED 401   PERMISSION_DENIED 403   NOT_FOUND 404   RESOURCE_EXHAUSTED 429
 //   UNAVAILABLE 503   DEADLINE_EXCEEDED 504   CANCELLED 499   anything else 500
 //
 // A status may carry an explicit HTTP status (WithHttpStatus: 405, 413, 415, ...) or
-// parameter name (WithParam) as payloads, for what the canonical codes cannot say.
+// parameter name (WithParam; every field check attaches one, see request_fields.h) as
+// payloads, for what the canonical codes cannot say. "param" is null without one: it is
+// never guessed from the message.
 #pragma once
 
 #include <string>

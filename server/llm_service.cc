@@ -61,7 +61,7 @@ grpc::ServerUnaryReactor* LlmService::ApplyChatTemplate(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   return AnswerUnary<llmserve::v1::ApplyChatTemplateRequest, llmserve::v1::ApplyChatTemplateResponse>(
       ctx, request, response, [&](const auto& req, auto* resp) -> absl::Status {
-        absl::StatusOr<RenderedChat> rendered = RenderChat(req.chat(), limits_);
+        absl::StatusOr<RenderedChat> rendered = RenderChat(ChatFromProto(req.chat()), GrpcFieldNames(), limits_);
         if (!rendered.ok()) return rendered.status();
         resp->set_text(std::move(rendered->text));
         resp->mutable_ids()->Add(rendered->ids.begin(), rendered->ids.end());

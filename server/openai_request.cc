@@ -15,7 +15,6 @@ namespace llmserve {
 namespace {
 
 using json = nlohmann::json;
-namespace v1 = llmserve::v1;
 
 // INVALID_ARGUMENT "<field> <what>" naming the field.
 absl::Status Bad(const std::string& field, const std::string& what) {
@@ -88,7 +87,7 @@ absl::Status GetFloat(const json& body, const char* name, Set set) {
 
 // Sampling, stopping and the other fields both endpoints share.
 absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
-  v1::GenerateRequest& g = out->generate;
+  GenerationInput& g = out->input;
   if (absl::Status s = GetString(body, "model", &out->model); !s.ok()) return s;
   if (absl::Status s = GetBool(body, "stream", &out->stream); !s.ok()) return s;
   if (const json* so = Field(body, "stream_options")) {
@@ -103,27 +102,27 @@ absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
       return Bad("n", "must be 1: llmserve returns one choice per request (send several requests instead)");
     }
   }
-  absl::Status s = GetInt(body, "max_tokens", [&](int32_t v) { g.set_max_tokens(v); });
-  if (s.ok()) s = GetFloat(body, "temperature", [&](float v) { g.set_temperature(v); });
-  if (s.ok()) s = GetFloat(body, "top_p", [&](float v) { g.set_top_p(v); });
-  if (s.ok()) s = GetInt(body, "top_k", [&](int32_t v) { g.set_top_k(v == -1 ? 0 : v); });  // vLLM: -1 = off
-  if (s.ok()) s = GetFloat(body, "min_p", [&](float v) { g.set_min_p(v); });
-  if (s.ok()) s = GetFloat(body, "presence_penalty", [&](float v) { g.set_presence_penalty(v); });
-  if (s.ok()) s = GetFloat(body, "frequency_penalty", [&](float v) { g.set_frequency_penalty(v); });
-  if (s.ok()) s = GetFloat(body, "repetition_penalty", [&](float v) { g.set_repetition_penalty(v); });
+  absl::Status s = GetInt(body, "max_tokens", [&](int32_t v) { g.max_tokens = v; });
+  if (s.ok()) s = GetFloat(body, "temperature", [&](float v) { g.temperature = v; });
+  if (s.ok()) s = GetFloat(body, "top_p", [&](float v) { g.top_p = v; });
+  if (s.ok()) s = GetInt(body, "top_k", [&](int32_t v) { g.top_k = v == -1 ? 0 : v; });  // vLLM: -1 = off
+  if (s.ok()) s = GetFloat(body, "min_p", [&](float v) { g.min_p = v; });
+  if (s.ok()) s = GetFloat(body, "presence_penalty", [&](float v) { g.presence_penalty = v; });
+  if (s.ok()) s = GetFloat(body, "frequency_penalty", [&](float v) { g.frequency_penalty = v; });
+  if (s.ok()) s = GetFloat(body, "repetition_penalty", [&](float v) { g.repetition_penalty = v; });
   if (!s.ok()) return s;
   if (const json* seed = Field(body, "seed")) {
     if (!seed->is_number_integer()) return Bad("seed", "must be an integer");
     // A negative seed is as good as any: its two's complement.
-    g.set_seed(seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>()));
+    g.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
   }
   if (const json* stop = Field(body, "stop")) {
     if (stop->is_string()) {
-      g.add_stop(stop->get<std::string>());
+      g.stop.push_back(stop->get<std::string>());
     } else if (stop->is_array()) {
       for (const json& one : *stop) {
         if (!one.is_string()) return Bad("stop", "must be a string or a list of strings");
-        g.add_stop(one.get<std::string>());
+        g.stop.push_back(one.get<std::string>());
       }
     } else {
       return Bad("stop", "must be a string or a list of strings");
@@ -134,7 +133,7 @@ absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
     for (const json& id : *ids) {
       int32_t x = 0;
       if (absl::Status e = ToInt32(id, "stop_token_ids", &x); !e.ok()) return e;
-      g.add_stop_token_ids(x);
+      g.stop_token_ids.push_back(x);
     }
   }
   if (const json* bias = Field(body, "logit_bias")) {
@@ -145,16 +144,14 @@ absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
         return Bad("logit_bias", absl::StrCat("keys must be token ids, got \"", key, "\""));
       }
       if (!value.is_number()) return Bad("logit_bias", absl::StrCat("values must be numbers (token ", key, ")"));
-      (*g.mutable_logit_bias())[id] = ToFloat(value);
+      g.logit_bias[id] = ToFloat(value);
     }
   }
   if (absl::Status e = GetBool(body, "return_token_ids", &out->return_token_ids); !e.ok()) return e;
-  bool ignore_eos = false;
-  if (absl::Status e = GetBool(body, "ignore_eos", &ignore_eos); !e.ok()) return e;
-  g.set_ignore_eos(ignore_eos);
+  if (absl::Status e = GetBool(body, "ignore_eos", &g.ignore_eos); !e.ok()) return e;
   std::string ignored_user;
   if (absl::Status e = GetString(body, "user", &ignored_user); !e.ok()) return e;
-  if (absl::Status e = GetString(body, "cache_salt", g.mutable_cache_salt()); !e.ok()) return e;
+  if (absl::Status e = GetString(body, "cache_salt", &g.cache_salt); !e.ok()) return e;
   if (const json* format = Field(body, "response_format")) {
     const json* type = format->is_object() ? Field(*format, "type") : nullptr;
     if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
@@ -165,11 +162,12 @@ absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
 }
 
 // A list of token ids as the prompt; `field` names it in errors.
-absl::Status ToTokens(const json& ids, const std::string& field, v1::GenerateRequest* g) {
+absl::Status ToTokens(const json& ids, const std::string& field, GenerationInput* g) {
+  g->prompt = PromptKind::kTokens;
   for (size_t i = 0; i < ids.size(); ++i) {
     int32_t id = 0;
     if (absl::Status s = ToInt32(ids[i], absl::StrCat(field, "[", i, "]"), &id); !s.ok()) return WithParam(s, "prompt");
-    g->mutable_tokens()->add_ids(id);
+    g->token_ids.push_back(id);
   }
   return absl::OkStatus();
 }
@@ -181,18 +179,19 @@ bool AllIntegers(const json& a) {
   return true;
 }
 
-// prompt: a string, a list of token ids, or a list holding one of those.
-absl::Status ParsePrompt(const json& body, v1::GenerateRequest* g) {
-  constexpr char kWhat[] = "must be a non-empty string or list of token ids";
+// prompt: a string, a list of token ids, or a list holding one of those. (An empty one is
+// ToEngineRequest's to refuse, as an empty gRPC text or token list.)
+absl::Status ParsePrompt(const json& body, GenerationInput* g) {
+  constexpr char kWhat[] = "must be a string or list of token ids";
   const json* p = Field(body, "prompt");
   if (p == nullptr) return Bad("prompt", "is required");
   if (p->is_array() && p->size() == 1 && (p->at(0).is_string() || p->at(0).is_array())) p = &p->at(0);
   if (p->is_string()) {
-    if (p->get_ref<const std::string&>().empty()) return Bad("prompt", kWhat);
-    g->set_text(p->get<std::string>());
+    g->prompt = PromptKind::kText;
+    g->text = p->get<std::string>();
     return absl::OkStatus();
   }
-  if (!p->is_array() || p->empty()) return Bad("prompt", kWhat);
+  if (!p->is_array()) return Bad("prompt", kWhat);
   if (!AllIntegers(*p)) {
     bool batch = true;
     for (const json& x : *p) batch = batch && (x.is_string() || x.is_array());
@@ -204,12 +203,12 @@ absl::Status ParsePrompt(const json& body, v1::GenerateRequest* g) {
 }
 
 absl::Status ParseCompletions(const json& body, OpenAiRequest* out) {
-  v1::GenerateRequest& g = out->generate;
+  GenerationInput& g = out->input;
   if (absl::Status s = ParsePrompt(body, &g); !s.ok()) return s;
   if (const json* lp = Field(body, "logprobs")) {
     int32_t n = 0;
     if (absl::Status s = ToInt32(*lp, "logprobs", &n); !s.ok()) return s;
-    g.set_logprobs(n);
+    g.logprobs = n;  // its range is ToEngineRequest's
     out->logprobs = true;
   }
   bool echo = false;
@@ -252,42 +251,50 @@ absl::Status MessageContent(const json& m, size_t i, std::string* out) {
 }
 
 absl::Status ParseChat(const json& body, OpenAiRequest* out) {
-  v1::GenerateRequest& g = out->generate;
+  GenerationInput& g = out->input;
   const json* messages = Field(body, "messages");
   if (messages == nullptr) return Bad("messages", "is required");
   if (!messages->is_array()) return Bad("messages", "must be a list of messages");
-  v1::ChatInput* chat = g.mutable_chat();
+  g.prompt = PromptKind::kChat;
+  ChatConversation& chat = g.chat;
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& m = (*messages)[i];
     const std::string field = absl::StrCat("messages[", i, "]");
     if (!m.is_object()) return Bad(field, "must be an object with role and content");
     const json* role = Field(m, "role");
     if (role == nullptr || !role->is_string()) return Bad(absl::StrCat(field, ".role"), "must be a string");
-    v1::ChatMessage* msg = chat->add_messages();
-    msg->set_role(role->get<std::string>());
-    if (absl::Status s = MessageContent(m, i, msg->mutable_content()); !s.ok()) return s;
+    ChatTurn& turn = chat.messages.emplace_back();
+    turn.role = role->get<std::string>();
+    if (absl::Status s = MessageContent(m, i, &turn.content); !s.ok()) return s;
   }
   if (const json* tools = Field(body, "tools")) {
     if (!tools->is_array()) return Bad("tools", "must be a list");
-    chat->set_tools_json(tools->dump(-1, ' ', false, json::error_handler_t::replace));
+    chat.tools_json = tools->dump(-1, ' ', false, json::error_handler_t::replace);
   }
   if (const json* agp = Field(body, "add_generation_prompt")) {
     if (!agp->is_boolean()) return Bad("add_generation_prompt", "must be a boolean");
-    chat->set_add_generation_prompt(agp->get<bool>());
+    chat.add_generation_prompt = agp->get<bool>();
   }
-  // max_completion_tokens is the current name; max_tokens the deprecated one.
-  if (absl::Status s = GetInt(body, "max_completion_tokens", [&](int32_t v) { g.set_max_tokens(v); }); !s.ok()) {
+  // max_completion_tokens is the current name; max_tokens the deprecated one. Errors name
+  // the one the client sent.
+  bool sent_max_completion_tokens = false;
+  if (absl::Status s = GetInt(body, "max_completion_tokens",
+                              [&](int32_t v) {
+                                g.max_tokens = v;
+                                sent_max_completion_tokens = true;
+                              });
+      !s.ok()) {
     return s;
   }
+  g.names = &OpenAiChatFieldNames(sent_max_completion_tokens);
   if (absl::Status s = GetBool(body, "logprobs", &out->logprobs); !s.ok()) return s;
   if (const json* top = Field(body, "top_logprobs")) {
     int32_t n = 0;
     if (absl::Status s = ToInt32(*top, "top_logprobs", &n); !s.ok()) return s;
     if (!out->logprobs) return Bad("top_logprobs", "needs logprobs: true");
-    if (n < 0 || n > 20) return Bad("top_logprobs", absl::StrCat("must be in [0, 20], got ", n));
-    g.set_logprobs(n);
+    g.logprobs = n;  // its range is ToEngineRequest's (named top_logprobs)
   } else if (out->logprobs) {
-    g.set_logprobs(0);
+    g.logprobs = 0;
   }
   return absl::OkStatus();
 }
@@ -300,6 +307,9 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, std::s
   if (!j.is_object()) return absl::InvalidArgumentError("the request body must be a JSON object");
   OpenAiRequest out;
   out.endpoint = endpoint;
+  // Chat's names are settled once ParseChat knows which max_tokens field was sent.
+  out.input.names = endpoint == OpenAiEndpoint::kCompletions ? &OpenAiCompletionsFieldNames()
+                                                             : &OpenAiChatFieldNames(false);
   if (absl::Status s = ParseCommon(j, &out); !s.ok()) return s;
   absl::Status s = endpoint == OpenAiEndpoint::kCompletions ? ParseCompletions(j, &out) : ParseChat(j, &out);
   if (!s.ok()) return s;

@@ -1,11 +1,12 @@
-// openai_request: an OpenAI Completions or Chat Completions request body (JSON) as the
-// llmserve.v1.GenerateRequest a gRPC client would send for it, plus what only the HTTP
-// response needs (streaming, usage chunk, logprobs format). Pure functions: the fields'
-// types and OpenAI-only rules are checked here (INVALID_ARGUMENT naming the OpenAI field);
-// the values' ranges, tokenizing and chat rendering are request_convert.h's, shared with
-// gRPC.
+// openai_request: an OpenAI Completions or Chat Completions request body (JSON) as a
+// GenerationInput (generation_input.h, what a gRPC GenerateRequest also becomes) with
+// OpenAI's field names, plus what only the HTTP response needs (streaming, usage chunk,
+// logprobs format). Pure functions: the fields' JSON types and OpenAI-only rules are
+// checked here (INVALID_ARGUMENT naming the JSON field); the values' ranges, tokenizing and
+// chat rendering are request_convert.h's ToEngineRequest, shared with gRPC, which names
+// the OpenAI fields through input.names.
 //
-//   body ──ParseOpenAiRequest──▶ OpenAiRequest{generate, stream, ...} ──ToEngineRequest──▶ engine
+//   body ──ParseOpenAiRequest──▶ OpenAiRequest{input, stream, ...} ──ToEngineRequest──▶ engine
 //
 // Fields (null is the same as absent; unknown fields are ignored, as OpenAI does):
 //   both:        model, stream, stream_options.include_usage, max_tokens, temperature, top_p,
@@ -24,7 +25,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "llmserve/v1/llmserve.pb.h"
+#include "server/generation_input.h"
 
 namespace llmserve {
 
@@ -35,11 +36,11 @@ enum class OpenAiEndpoint {
 
 struct OpenAiRequest {
   OpenAiEndpoint endpoint = OpenAiEndpoint::kCompletions;
-  llmserve::v1::GenerateRequest generate;  // what the engine is asked (request_id left empty)
+  GenerationInput input;                   // what the engine is asked (request_id left empty)
   std::string model;                       // as given; "" when absent
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
-  bool logprobs = false;       // return logprobs (generate.logprobs holds the top-n count)
+  bool logprobs = false;       // return logprobs (input.logprobs holds the top-n count)
   bool return_token_ids = false;  // vLLM's extension: each choice also carries "token_ids"
 };
 

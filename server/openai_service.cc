@@ -23,34 +23,6 @@ using json = nlohmann::json;
 
 constexpr char kJson[] = "application/json";
 
-// The shared validation names the gRPC fields; an HTTP client sent OpenAI's. Renames the
-// prompt's fields at the front of the message ("text must be ..." → "prompt must be ...").
-absl::Status InOpenAiTerms(const absl::Status& s, OpenAiEndpoint endpoint) {
-  static constexpr std::pair<std::string_view, std::string_view> kCompletions[] = {
-      {"tokens.ids", "prompt"}, {"text", "prompt"}};
-  static constexpr std::pair<std::string_view, std::string_view> kChat[] = {
-      {"chat.messages", "messages"}, {"chat.tools_json", "tools"}, {"chat (roles", "messages (roles"},
-      {"chat", "messages"}};
-  std::string message(s.message());
-  const bool chat = endpoint == OpenAiEndpoint::kChatCompletions;
-  using Renames = std::span<const std::pair<std::string_view, std::string_view>>;
-  for (const auto& [from, to] : chat ? Renames(kChat) : Renames(kCompletions)) {
-    if (message.starts_with(from)) {
-      message = std::string(to) + message.substr(from.size());
-      break;
-    }
-  }
-  // A chat template over the renderer's caps is the request's fault, not the queue's.
-  const absl::StatusCode code =
-      s.code() == absl::StatusCode::kResourceExhausted ? absl::StatusCode::kInvalidArgument : s.code();
-  absl::Status out(code, message);
-  // "prompt (N tokens) + max_tokens (M) ... exceeds the context length": max_tokens is what to change.
-  if (message.find("+ max_tokens (") != std::string::npos) {
-    out = WithParam(std::move(out), chat ? "max_completion_tokens" : "max_tokens");
-  }
-  return out;
-}
-
 // The client's request id (X-Request-Id, at most kMaxRequestIdBytes of UTF-8), or "".
 std::string ClientRequestId(const http::HttpRequest& req) {
   std::string id(req.Header("X-Request-Id"));
@@ -106,10 +78,10 @@ absl::StatusOr<EngineRequest> OpenAiService::ToEngine(const OpenAiRequest& parse
   absl::StatusOr<absl::Time> deadline = Deadline(req);
   if (!deadline.ok()) return deadline.status();
   const std::string fallback = absl::StrCat("http-", next_request_number_.fetch_add(1));
-  v1::GenerateRequest generate = parsed.generate;
-  generate.set_request_id(ClientRequestId(req));
-  absl::StatusOr<EngineRequest> er = ToEngineRequest(generate, tokenizer_, limits_, fallback);
-  if (!er.ok()) return InOpenAiTerms(er.status(), parsed.endpoint);
+  GenerationInput input = parsed.input;  // its errors name the OpenAI fields (input.names)
+  input.request_id = ClientRequestId(req);
+  absl::StatusOr<EngineRequest> er = ToEngineRequest(input, tokenizer_, limits_, fallback);
+  if (!er.ok()) return er.status();
   er->deadline = *deadline;
   return er;
 }

@@ -1,177 +1,231 @@
 #include "server/request_convert.h"
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "model/tokenizer/utf8.h"
+#include "server/http_status.h"
 
 namespace llmserve {
 namespace {
 
+using F = RequestField;
+
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
 
-// `field` holds `bytes` bytes of text; more than `max_bytes` (0 = no bound) is refused before
-// any tokenizing or rendering, so that a huge text costs the server no more than reading it.
-absl::Status CheckTextBytes(std::string_view field, size_t bytes, int64_t max_bytes) {
-  if (max_bytes <= 0 || bytes <= static_cast<uint64_t>(max_bytes)) return absl::OkStatus();
-  return Invalid(absl::StrCat(absl::string_view(field.data(), field.size()), " must be at most ", max_bytes,
-                              " bytes (the server's --max-prompt-bytes), got ", bytes));
+// " must be at most <max_bytes> bytes (...), got <bytes>" when `bytes` exceeds max_bytes
+// (0 = no bound), else "". Checked before any tokenizing or rendering, so that a huge text
+// costs the server no more than reading it.
+std::string TextBytesProblem(size_t bytes, int64_t max_bytes) {
+  if (max_bytes <= 0 || bytes <= static_cast<uint64_t>(max_bytes)) return "";
+  return absl::StrCat(" must be at most ", max_bytes, " bytes (the server's --max-prompt-bytes), got ", bytes);
+}
+
+// The neutral field SamplingParams' own check names.
+RequestField FieldOf(SamplingField f) {
+  switch (f) {
+    case SamplingField::kTemperature: return F::kTemperature;
+    case SamplingField::kTopK: return F::kTopK;
+    case SamplingField::kTopP: return F::kTopP;
+    case SamplingField::kMinP: return F::kMinP;
+    case SamplingField::kRepetitionPenalty: return F::kRepetitionPenalty;
+    case SamplingField::kPresencePenalty: return F::kPresencePenalty;
+    case SamplingField::kFrequencyPenalty: return F::kFrequencyPenalty;
+    case SamplingField::kLogprobs: return F::kLogprobs;
+    case SamplingField::kLogitBias: break;
+  }
+  return F::kLogitBias;
 }
 
 // The sampling fields; unset ones keep what `out` holds (the defaults).
-absl::Status ConvertSampling(const v1::GenerateRequest& r, int32_t vocab_size, SamplingParams* out) {
-  if (r.has_temperature()) {
-    const float t = r.temperature();
+absl::Status ConvertSampling(const GenerationInput& in, int32_t vocab_size, SamplingParams* out) {
+  const FieldNames& names = *in.names;
+  if (in.temperature.has_value()) {
+    const float t = *in.temperature;
     if (!(t >= 0.0f && t <= kMaxTemperature)) {  // also refuses NaN
-      return Invalid(absl::StrCat("temperature must be in [0, ", kMaxTemperature, "] (0 = greedy), got ", t));
+      return FieldError(names, F::kTemperature,
+                        absl::StrCat(" must be in [0, ", kMaxTemperature, "] (0 = greedy), got ", t));
     }
     out->temperature = t;
   }
-  if (r.has_top_k()) out->top_k = r.top_k();
-  if (r.has_top_p()) out->top_p = r.top_p();
-  if (r.has_min_p()) out->min_p = r.min_p();
-  if (r.has_repetition_penalty()) out->repetition_penalty = r.repetition_penalty();
-  if (r.has_presence_penalty()) out->presence_penalty = r.presence_penalty();
-  if (r.has_frequency_penalty()) out->frequency_penalty = r.frequency_penalty();
-  if (r.has_seed()) out->seed = r.seed();
-  if (r.has_logprobs()) {
+  if (in.top_k.has_value()) out->top_k = *in.top_k;
+  if (in.top_p.has_value()) out->top_p = *in.top_p;
+  if (in.min_p.has_value()) out->min_p = *in.min_p;
+  if (in.repetition_penalty.has_value()) out->repetition_penalty = *in.repetition_penalty;
+  if (in.presence_penalty.has_value()) out->presence_penalty = *in.presence_penalty;
+  if (in.frequency_penalty.has_value()) out->frequency_penalty = *in.frequency_penalty;
+  if (in.seed.has_value()) out->seed = *in.seed;
+  if (in.logprobs.has_value()) {
     out->want_logprobs = true;
-    out->logprobs = r.logprobs();
+    out->logprobs = *in.logprobs;
   }
-  if (static_cast<size_t>(r.logit_bias_size()) > SamplingParams::kMaxLogitBias) {
-    return Invalid(absl::StrCat("logit_bias must have at most ", SamplingParams::kMaxLogitBias, " entries, got ",
-                                r.logit_bias_size()));
+  if (in.logit_bias.size() > SamplingParams::kMaxLogitBias) {
+    return FieldError(names, F::kLogitBias, absl::StrCat(" must have at most ", SamplingParams::kMaxLogitBias,
+                                                         " entries, got ", in.logit_bias.size()));
   }
-  for (const auto& [id, bias] : r.logit_bias()) {
+  // Sorted by id (a map): the same request sums its biases the same way.
+  for (const auto& [id, bias] : in.logit_bias) {
     if (id < 0 || id >= vocab_size) {
-      return Invalid(absl::StrCat("logit_bias must name token ids in [0, ", vocab_size, "), got ", id));
+      return FieldError(names, F::kLogitBias, absl::StrCat(" must name token ids in [0, ", vocab_size, "), got ", id));
     }
     out->logit_bias.emplace_back(id, bias);
   }
-  // A proto map has no order: sort, so the same request sums its biases the same way.
-  std::sort(out->logit_bias.begin(), out->logit_bias.end());
-  return out->Validate();  // names the proto's field for each range
-}
-
-// max_tokens (range only; the context check needs the prompt), stop, stop_token_ids.
-absl::Status ConvertStop(const v1::GenerateRequest& r, int32_t vocab_size, StopConditions* out) {
-  if (r.has_max_tokens() && r.max_tokens() < 1) {
-    return Invalid(absl::StrCat("max_tokens must be >= 1, got ", r.max_tokens()));
+  // The ranges are SamplingParams' own rules; the message leads with the caller's name.
+  if (std::optional<SamplingProblem> p = out->FirstProblem()) {
+    return FieldError(names, FieldOf(p->field), absl::StrCat(" ", p->what));
   }
-  if (static_cast<size_t>(r.stop_size()) > kMaxStopStrings) {
-    return Invalid(absl::StrCat("stop must have at most ", kMaxStopStrings, " strings, got ", r.stop_size()));
-  }
-  for (int i = 0; i < r.stop_size(); ++i) {
-    const std::string& s = r.stop(i);
-    if (s.empty()) return Invalid(absl::StrCat("stop[", i, "] must be non-empty"));
-    if (s.size() > kMaxStopStringBytes) {
-      return Invalid(absl::StrCat("stop[", i, "] must be at most ", kMaxStopStringBytes, " bytes, got ", s.size()));
-    }
-    if (!utf8::IsValid(s)) return Invalid(absl::StrCat("stop[", i, "] must be valid UTF-8"));
-    out->stop_strings.push_back(s);
-  }
-  for (int i = 0; i < r.stop_token_ids_size(); ++i) {
-    const int32_t id = r.stop_token_ids(i);
-    if (id < 0 || id >= vocab_size) {
-      return Invalid(absl::StrCat("stop_token_ids[", i, "] must be in [0, ", vocab_size, "), got ", id));
-    }
-    out->stop_token_ids.push_back(id);
-  }
-  out->ignore_eos = r.ignore_eos();
   return absl::OkStatus();
 }
 
-// An error if any id is outside [0, vocab_size) (a tokenizer larger than the model).
-absl::Status CheckPromptIds(const std::vector<int32_t>& ids, int32_t vocab_size, const char* what) {
+// max_tokens (range only; the context check needs the prompt), stop, stop_token_ids.
+absl::Status ConvertStop(const GenerationInput& in, int32_t vocab_size, StopConditions* out) {
+  const FieldNames& names = *in.names;
+  if (in.max_tokens.has_value() && *in.max_tokens < 1) {
+    return FieldError(names, F::kMaxTokens, absl::StrCat(" must be >= 1, got ", *in.max_tokens));
+  }
+  if (in.stop.size() > kMaxStopStrings) {
+    return FieldError(names, F::kStop,
+                      absl::StrCat(" must have at most ", kMaxStopStrings, " strings, got ", in.stop.size()));
+  }
+  for (size_t i = 0; i < in.stop.size(); ++i) {
+    const std::string& s = in.stop[i];
+    if (s.empty()) return FieldError(names, F::kStop, absl::StrCat("[", i, "] must be non-empty"));
+    if (s.size() > kMaxStopStringBytes) {
+      return FieldError(names, F::kStop,
+                        absl::StrCat("[", i, "] must be at most ", kMaxStopStringBytes, " bytes, got ", s.size()));
+    }
+    if (!utf8::IsValid(s)) return FieldError(names, F::kStop, absl::StrCat("[", i, "] must be valid UTF-8"));
+    out->stop_strings.push_back(s);
+  }
+  for (size_t i = 0; i < in.stop_token_ids.size(); ++i) {
+    const int32_t id = in.stop_token_ids[i];
+    if (id < 0 || id >= vocab_size) {
+      return FieldError(names, F::kStopTokenIds,
+                        absl::StrCat("[", i, "] must be in [0, ", vocab_size, "), got ", id));
+    }
+    out->stop_token_ids.push_back(id);
+  }
+  out->ignore_eos = in.ignore_eos;
+  return absl::OkStatus();
+}
+
+// An error naming `field` if any id is outside [0, vocab_size) (a tokenizer larger than the model).
+absl::Status CheckPromptIds(const std::vector<int32_t>& ids, int32_t vocab_size, const FieldNames& names,
+                            RequestField field) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= vocab_size) {
-      return Invalid(absl::StrCat(what, " encodes to token ", ids[i], " (position ", i,
-                                  "), outside the model's vocabulary (", vocab_size, ")"));
+      return FieldError(names, field,
+                        absl::StrCat(" encodes to token ", ids[i], " (position ", i,
+                                     "), outside the model's vocabulary (", vocab_size, ")"));
     }
   }
   return absl::OkStatus();
 }
 
 // The prompt ids: the token list as given, the text tokenized, or the conversation rendered.
-absl::StatusOr<std::vector<int32_t>> ConvertInput(const v1::GenerateRequest& r, const Tokenizer& tokenizer,
+absl::StatusOr<std::vector<int32_t>> ConvertInput(const GenerationInput& in, const Tokenizer& tokenizer,
                                                   const RequestLimits& limits) {
+  const FieldNames& names = *in.names;
   const int32_t vocab_size = limits.vocab_size;
-  switch (r.input_case()) {
-    case v1::GenerateRequest::kTokens: {
-      const auto& ids = r.tokens().ids();
-      if (ids.empty()) return Invalid("tokens.ids must be non-empty");
-      for (int i = 0; i < ids.size(); ++i) {
+  switch (in.prompt) {
+    case PromptKind::kTokens: {
+      const std::vector<int32_t>& ids = in.token_ids;
+      if (ids.empty()) return FieldError(names, F::kTokenIds, " must be non-empty");
+      for (size_t i = 0; i < ids.size(); ++i) {
         if (ids[i] < 0 || ids[i] >= vocab_size) {
-          return Invalid(absl::StrCat("tokens.ids[", i, "] must be in [0, ", vocab_size, "), got ", ids[i]));
+          return FieldError(names, F::kTokenIds,
+                            absl::StrCat("[", i, "] must be in [0, ", vocab_size, "), got ", ids[i]));
         }
       }
-      return std::vector<int32_t>(ids.begin(), ids.end());
-    }
-    case v1::GenerateRequest::kText: {
-      const std::string& text = r.text();
-      if (text.empty()) return Invalid("text must be non-empty");
-      if (absl::Status s = CheckTextBytes("text", text.size(), limits.max_prompt_bytes); !s.ok()) return s;
-      if (!utf8::IsValid(text)) return Invalid("text must be valid UTF-8");
-      EncodeOptions opts;
-      opts.add_bos = r.has_add_bos() ? r.add_bos() : tokenizer.add_bos_default();
-      absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(text, opts);
-      if (!ids.ok()) return Invalid(absl::StrCat("text could not be tokenized: ", ids.status().message()));
-      if (ids->empty()) return Invalid("text encodes to no tokens");
-      if (absl::Status s = CheckPromptIds(*ids, vocab_size, "text"); !s.ok()) return s;
       return ids;
     }
-    case v1::GenerateRequest::kChat: {
-      absl::StatusOr<RenderedChat> rendered = RenderChat(r.chat(), limits);
+    case PromptKind::kText: {
+      const std::string& text = in.text;
+      if (text.empty()) return FieldError(names, F::kText, " must be non-empty");
+      if (std::string p = TextBytesProblem(text.size(), limits.max_prompt_bytes); !p.empty()) {
+        return FieldError(names, F::kText, p);
+      }
+      if (!utf8::IsValid(text)) return FieldError(names, F::kText, " must be valid UTF-8");
+      EncodeOptions opts;
+      opts.add_bos = in.add_bos.value_or(tokenizer.add_bos_default());
+      absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(text, opts);
+      if (!ids.ok()) {
+        return FieldError(names, F::kText, absl::StrCat(" could not be tokenized: ", ids.status().message()));
+      }
+      if (ids->empty()) return FieldError(names, F::kText, " encodes to no tokens");
+      if (absl::Status s = CheckPromptIds(*ids, vocab_size, names, F::kText); !s.ok()) return s;
+      return ids;
+    }
+    case PromptKind::kChat: {
+      absl::StatusOr<RenderedChat> rendered = RenderChat(in.chat, names, limits);
       if (!rendered.ok()) return rendered.status();
       return std::move(rendered->ids);
     }
-    case v1::GenerateRequest::INPUT_NOT_SET:
+    case PromptKind::kNone:
       break;
   }
-  return Invalid("input is required: set text, tokens or chat");
+  return FieldError(names, F::kInput, " is required: set text, tokens or chat");
+}
+
+// The neutral field the prompt is (the context checks blame it).
+RequestField PromptField(PromptKind kind) {
+  switch (kind) {
+    case PromptKind::kTokens: return F::kTokenIds;
+    case PromptKind::kChat: return F::kMessages;
+    case PromptKind::kText:
+    case PromptKind::kNone:
+      break;
+  }
+  return F::kText;
 }
 
 }  // namespace
 
-absl::StatusOr<EngineRequest> ToEngineRequest(const v1::GenerateRequest& request, const Tokenizer& tokenizer,
+absl::StatusOr<EngineRequest> ToEngineRequest(const GenerationInput& in, const Tokenizer& tokenizer,
                                               const RequestLimits& limits, std::string_view fallback_id) {
+  const FieldNames& names = *in.names;
   EngineRequest out;
-  if (request.request_id().size() > kMaxRequestIdBytes) {
-    return Invalid(absl::StrCat("request_id must be at most ", kMaxRequestIdBytes, " bytes, got ",
-                                request.request_id().size()));
+  if (in.request_id.size() > kMaxRequestIdBytes) {
+    return FieldError(names, F::kRequestId,
+                      absl::StrCat(" must be at most ", kMaxRequestIdBytes, " bytes, got ", in.request_id.size()));
   }
-  out.request_id = request.request_id().empty() ? std::string(fallback_id) : request.request_id();
-  if (request.cache_salt().size() > kMaxCacheSaltBytes) {
-    return Invalid(absl::StrCat("cache_salt must be at most ", kMaxCacheSaltBytes, " bytes, got ",
-                                request.cache_salt().size()));
+  out.request_id = in.request_id.empty() ? std::string(fallback_id) : in.request_id;
+  if (in.cache_salt.size() > kMaxCacheSaltBytes) {
+    return FieldError(names, F::kCacheSalt,
+                      absl::StrCat(" must be at most ", kMaxCacheSaltBytes, " bytes, got ", in.cache_salt.size()));
   }
-  out.cache_salt = request.cache_salt();
-  if (request.input_case() == v1::GenerateRequest::INPUT_NOT_SET) {
-    return Invalid("input is required: set text, tokens or chat");
-  }
+  out.cache_salt = in.cache_salt;
+  if (in.prompt == PromptKind::kNone) return FieldError(names, F::kInput, " is required: set text, tokens or chat");
   // Cheap checks before tokenizing.
   out.sampling = limits.sampling_defaults;
-  if (absl::Status s = ConvertSampling(request, limits.vocab_size, &out.sampling); !s.ok()) return s;
-  if (absl::Status s = ConvertStop(request, limits.vocab_size, &out.stop); !s.ok()) return s;
-  absl::StatusOr<std::vector<int32_t>> prompt = ConvertInput(request, tokenizer, limits);
+  if (absl::Status s = ConvertSampling(in, limits.vocab_size, &out.sampling); !s.ok()) return s;
+  if (absl::Status s = ConvertStop(in, limits.vocab_size, &out.stop); !s.ok()) return s;
+  absl::StatusOr<std::vector<int32_t>> prompt = ConvertInput(in, tokenizer, limits);
   if (!prompt.ok()) return prompt.status();
   out.prompt = *std::move(prompt);
 
   const int64_t n = static_cast<int64_t>(out.prompt.size());
-  if (request.has_max_tokens()) {
-    out.stop.max_tokens = request.max_tokens();
-    if (n + request.max_tokens() > limits.max_context) {
-      return Invalid(absl::StrCat("prompt (", n, " tokens) + max_tokens (", request.max_tokens(), ") = ",
-                                  n + request.max_tokens(), " exceeds the context length (", limits.max_context,
-                                  ")"));
+  if (in.max_tokens.has_value()) {
+    const int32_t max_tokens = *in.max_tokens;
+    out.stop.max_tokens = max_tokens;
+    if (n + max_tokens > limits.max_context) {
+      // "max_tokens" as the caller spelled it: it is what to change.
+      const FieldName& m = names[F::kMaxTokens];
+      return WithParam(Invalid(absl::StrCat("prompt (", n, " tokens) + ",
+                                            absl::string_view(m.name.data(), m.name.size()), " (", max_tokens, ") = ",
+                                            n + max_tokens, " exceeds the context length (", limits.max_context, ")")),
+                       m.param);
     }
   } else {
     if (n >= limits.max_context) {
-      return Invalid(absl::StrCat("prompt (", n, " tokens) leaves no room to generate in the context length (",
-                                  limits.max_context, ")"));
+      return BlameField(
+          Invalid(absl::StrCat("prompt (", n, " tokens) leaves no room to generate in the context length (",
+                               limits.max_context, ")")),
+          names, PromptField(in.prompt));
     }
     out.stop.max_tokens = static_cast<int32_t>(std::min<int64_t>(kDefaultMaxTokens, limits.max_context - n));
   }
@@ -184,43 +238,50 @@ int64_t DefaultMaxPromptBytes(int32_t max_context) {
   return std::max(kMinPromptBytes, kDefaultPromptBytesPerToken * std::max<int64_t>(max_context, 0));
 }
 
-absl::StatusOr<RenderedChat> RenderChat(const v1::ChatInput& input, const RequestLimits& limits) {
+absl::StatusOr<RenderedChat> RenderChat(const ChatConversation& c, const FieldNames& names,
+                                        const RequestLimits& limits) {
   const ChatPrompter* chat = limits.chat;
   if (chat == nullptr) {
     return absl::FailedPreconditionError(
         "the model has no chat template: give the server one with --chat-template FILE, or send text");
   }
-  if (input.messages().empty()) return Invalid("chat.messages must be non-empty");
-  if (input.messages_size() > kMaxChatMessages) {
-    return Invalid(absl::StrCat("chat.messages must have at most ", kMaxChatMessages, " entries, got ",
-                                input.messages_size()));
+  if (c.messages.empty()) return FieldError(names, F::kMessages, " must be non-empty");
+  if (c.messages.size() > static_cast<size_t>(kMaxChatMessages)) {
+    return FieldError(names, F::kMessages,
+                      absl::StrCat(" must have at most ", kMaxChatMessages, " entries, got ", c.messages.size()));
   }
-  ChatConversation c;
-  c.add_generation_prompt = !input.has_add_generation_prompt() || input.add_generation_prompt();
-  c.tools_json = input.tools_json();
-  if (!utf8::IsValid(c.tools_json)) return Invalid("chat.tools_json must be valid UTF-8");
+  if (!utf8::IsValid(c.tools_json)) return FieldError(names, F::kTools, " must be valid UTF-8");
   size_t text_bytes = c.tools_json.size();
-  for (const v1::ChatMessage& m : input.messages()) text_bytes += m.role().size() + m.content().size();
-  if (absl::Status s = CheckTextBytes("chat (roles, contents and tools_json)", text_bytes, limits.max_prompt_bytes);
-      !s.ok()) {
-    return s;
+  for (const ChatTurn& m : c.messages) text_bytes += m.role.size() + m.content.size();
+  if (std::string p = TextBytesProblem(text_bytes, limits.max_prompt_bytes); !p.empty()) {
+    return FieldError(names, F::kChatText, p);
   }
-  for (int i = 0; i < input.messages_size(); ++i) {
-    const v1::ChatMessage& m = input.messages(i);
-    if (m.role().empty()) return Invalid(absl::StrCat("chat.messages[", i, "].role must be non-empty"));
-    if (!utf8::IsValid(m.role()) || !utf8::IsValid(m.content())) {
-      return Invalid(absl::StrCat("chat.messages[", i, "] must be valid UTF-8"));
+  for (size_t i = 0; i < c.messages.size(); ++i) {
+    const ChatTurn& m = c.messages[i];
+    if (m.role.empty()) return FieldError(names, F::kMessages, absl::StrCat("[", i, "].role must be non-empty"));
+    if (!utf8::IsValid(m.role)) {
+      return FieldError(names, F::kMessages, absl::StrCat("[", i, "].role must be valid UTF-8"));
     }
-    c.messages.push_back({m.role(), m.content()});
+    if (!utf8::IsValid(m.content)) {
+      return FieldError(names, F::kMessages, absl::StrCat("[", i, "].content must be valid UTF-8"));
+    }
   }
   RenderedChat out;
   absl::StatusOr<std::string> text = chat->Render(c);
-  if (!text.ok()) return text.status();
+  if (!text.ok()) {
+    // A template that raises, or one this conversation drives over the renderer's caps
+    // (RESOURCE_EXHAUSTED), is the request's fault: the same request would fail again.
+    absl::Status s = text.status();
+    if (s.code() == absl::StatusCode::kResourceExhausted) s = Invalid(std::string(s.message()));
+    return BlameField(std::move(s), names, F::kRenderedChat);
+  }
   out.text = *std::move(text);
   absl::StatusOr<std::vector<int32_t>> ids = chat->Encode(out.text);
-  if (!ids.ok()) return Invalid(absl::StrCat("the rendered chat could not be tokenized: ", ids.status().message()));
-  if (ids->empty()) return Invalid("the rendered chat encodes to no tokens");
-  if (absl::Status s = CheckPromptIds(*ids, limits.vocab_size, "the rendered chat"); !s.ok()) return s;
+  if (!ids.ok()) {
+    return FieldError(names, F::kRenderedChat, absl::StrCat(" could not be tokenized: ", ids.status().message()));
+  }
+  if (ids->empty()) return FieldError(names, F::kRenderedChat, " encodes to no tokens");
+  if (absl::Status s = CheckPromptIds(*ids, limits.vocab_size, names, F::kRenderedChat); !s.ok()) return s;
   out.ids = *std::move(ids);
   return out;
 }
@@ -293,7 +354,9 @@ absl::Status FinalCallStatus(const GenerationFinal& f) {
 
 absl::Status FillTokenize(const v1::TokenizeRequest& request, const Tokenizer& tokenizer, int64_t max_text_bytes,
                           v1::TokenizeResponse* out) {
-  if (absl::Status s = CheckTextBytes("text", request.text().size(), max_text_bytes); !s.ok()) return s;
+  if (std::string p = TextBytesProblem(request.text().size(), max_text_bytes); !p.empty()) {
+    return Invalid(absl::StrCat("text", p));
+  }
   if (!utf8::IsValid(request.text())) return Invalid("text must be valid UTF-8");
   EncodeOptions opts;
   opts.add_bos = request.has_add_bos() ? request.add_bos() : tokenizer.add_bos_default();

@@ -1,8 +1,11 @@
-// request_convert: the service edge's translation between llmserve.v1 messages and the
-// engine's types. Pure functions, no gRPC calls; every refusal is INVALID_ARGUMENT whose
-// message names the proto field and what it must be ("top_p must be in (0, 1], got 1.5").
+// request_convert: the one validation of a generation request (both protocols', through
+// generation_input.h) and the service edge's translation of the engine's output into
+// llmserve.v1 messages. Pure functions, no gRPC calls; every refusal of a field is
+// INVALID_ARGUMENT whose message leads with the caller's name for the field and says what
+// it must be ("top_p must be in (0, 1], got 1.5", "prompt must be non-empty"), carrying the
+// field as its "param" (request_fields.h).
 //
-//   GenerateRequest ──ToEngineRequest──▶ EngineRequest   (check fields, tokenize or render
+//   GenerationInput ──ToEngineRequest──▶ EngineRequest   (check fields, tokenize or render
 //                                                          the chat template, defaults)
 //   GenerationDelta ──ToChunk──────────▶ Chunk
 //   GenerationFinal ──ToFinal──────────▶ Final            (+ FinalCallStatus: how the call ends)
@@ -18,6 +21,8 @@
 #include "llmserve/v1/llmserve.pb.h"
 #include "model/chat/chat_prompt.h"
 #include "model/tokenizer/tokenizer.h"
+#include "server/generation_input.h"
+#include "server/request_fields.h"
 #include "scheduler/engine.h"
 #include "scheduler/request_channel.h"
 #include "scheduler/sequence.h"
@@ -57,18 +62,20 @@ struct RenderedChat {
   std::vector<int32_t> ids;
 };
 
-// Checks a chat input (messages non-empty, at most kMaxChatMessages, roles non-empty,
-// roles and contents valid UTF-8, at most limits.max_prompt_bytes of text), renders it with
-// limits.chat and tokenizes the result. FAILED_PRECONDITION when limits.chat is null;
-// INVALID_ARGUMENT for bad fields, a template that raises, or a prompt with no tokens.
-absl::StatusOr<RenderedChat> RenderChat(const llmserve::v1::ChatInput& input, const RequestLimits& limits);
+// Checks a chat (messages non-empty, at most kMaxChatMessages, roles non-empty, roles,
+// contents and tools valid UTF-8, at most limits.max_prompt_bytes of text), renders it with
+// limits.chat and tokenizes the result; errors use `names`. FAILED_PRECONDITION when
+// limits.chat is null; INVALID_ARGUMENT for bad fields, a template that raises or exceeds
+// the renderer's caps, or a prompt with no tokens.
+absl::StatusOr<RenderedChat> RenderChat(const ChatConversation& chat, const FieldNames& names,
+                                        const RequestLimits& limits);
 
-// Validates `request`, tokenizes its text, applies the proto's defaults. An unset
-// max_tokens is 256 or, if less, what the context leaves after the prompt. An empty
-// request_id becomes `fallback_id`. The deadline is left infinite (the caller sets it).
-absl::StatusOr<EngineRequest> ToEngineRequest(const llmserve::v1::GenerateRequest& request,
-                                              const Tokenizer& tokenizer, const RequestLimits& limits,
-                                              std::string_view fallback_id);
+// Validates `input` (errors in input.names' words), tokenizes its text or renders its chat,
+// applies the defaults. An unset max_tokens is 256 or, if less, what the context leaves
+// after the prompt. An empty request_id becomes `fallback_id`. The deadline is left
+// infinite (the caller sets it).
+absl::StatusOr<EngineRequest> ToEngineRequest(const GenerationInput& input, const Tokenizer& tokenizer,
+                                              const RequestLimits& limits, std::string_view fallback_id);
 
 // The proto enum for a finished state (UNSPECIFIED for a state that is not finished).
 llmserve::v1::FinishReason ToFinishReason(SequenceState state);

@@ -218,6 +218,22 @@ def request_seeds():
     return seeds
 
 
+def openai_request_seeds():
+    """(name, bytes): an endpoint byte (0 Completions, 1 Chat Completions) then the JSON body."""
+    completion = {"model": "m", "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0.7, "top_p": 0.9,
+                  "top_k": 20, "seed": 42, "stop": ["\n\n"], "logprobs": 2, "logit_bias": {"5": -100},
+                  "stop_token_ids": [2], "cache_salt": "tenant", "stream": True,
+                  "stream_options": {"include_usage": True}}
+    tokens = {"prompt": [1, 403, 407, 261], "max_tokens": 4}
+    chat = {"messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": [{"type": "text", "text": "Hi \u00e9"}]}],
+            "max_completion_tokens": 4, "logprobs": True, "top_logprobs": 3,
+            "tools": [{"type": "function", "function": {"name": "f"}}], "add_generation_prompt": True}
+    return [("completion_text", b"\0" + json.dumps(completion).encode()),
+            ("completion_tokens", b"\0" + json.dumps(tokens).encode()),
+            ("chat", b"\1" + json.dumps(chat, ensure_ascii=False).encode())]
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -238,6 +254,9 @@ def main():
             f.write(source.encode() + b"\0" + json.dumps(CONVERSATION, ensure_ascii=False).encode())
     for name, blob in request_seeds():
         with open(out_path("request", name), "wb") as f:
+            f.write(blob)
+    for name, blob in openai_request_seeds():
+        with open(out_path("openai_request", name), "wb") as f:
             f.write(blob)
     total = 0
     for d, _, files in os.walk(OUT):

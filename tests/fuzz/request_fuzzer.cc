@@ -1,9 +1,9 @@
 // libFuzzer target: the service edge's request handling, as the raw gRPC methods see it.
 // The first byte picks the method (Generate, Tokenize, Detokenize); the rest is the
 // request's wire bytes, parsed by ParseRequest (UTF-8 of every string field, then
-// protobuf) and converted as the service converts it: ToEngineRequest (sampling and stop
-// checks, tokenizing, chat rendering with a ChatML template, context bounds),
-// FillTokenize or FillDetokenize, over the committed stories260K tokenizer
+// protobuf) and converted as the service converts it: FromGenerateRequest, then
+// ToEngineRequest (sampling and stop checks, tokenizing, chat rendering with a ChatML
+// template, context bounds), FillTokenize or FillDetokenize, over the committed stories260K tokenizer
 // (models/tok512.bin). An INVALID_ARGUMENT (or other error status) is the expected answer
 // to a malformed request; a crash, sanitizer report or leak is a finding.
 #include <cstddef>
@@ -71,7 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0: {
       llmserve::v1::GenerateRequest request;
       if (!llmserve::ParseRequest(wire, &request).ok()) return 0;
-      (void)llmserve::ToEngineRequest(request, *service.tokenizer, service.limits, "fuzz-1");
+      (void)llmserve::ToEngineRequest(llmserve::FromGenerateRequest(request), *service.tokenizer, service.limits,
+                                      "fuzz-1");
       return 0;
     }
     case 1: {

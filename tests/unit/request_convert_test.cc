@@ -1,5 +1,5 @@
-// request_convert and proto_wire: a table of invalid GenerateRequests (code + message
-// naming the field), valid ones converted with the proto's defaults, the output messages,
+// request_convert, generation_input and proto_wire: a table of invalid GenerateRequests
+// (code + message naming the field), valid ones converted with the proto's defaults, the output messages,
 // Tokenize/Detokenize answers, and raw parsing of invalid UTF-8 on the wire.
 #include "server/request_convert.h"
 
@@ -45,6 +45,12 @@ v1::GenerateRequest TokenRequest(int n, int32_t first = 3) {
   return r;
 }
 
+// The gRPC path (as GenerateReactor): the message with the gRPC names, then the one validation.
+absl::StatusOr<EngineRequest> Convert(const v1::GenerateRequest& r, const Tokenizer& tok, const RequestLimits& limits,
+                                      std::string_view fallback_id) {
+  return ToEngineRequest(FromGenerateRequest(r), tok, limits, fallback_id);
+}
+
 // Appends a stop string (add_stop(const char*) trips GCC 12's -Wrestrict false positive).
 void AddStop(v1::GenerateRequest& r, std::string s) { *r.add_stop() = std::move(s); }
 
@@ -59,7 +65,7 @@ class InvalidRequestTest : public ::testing::TestWithParam<InvalidCase> {};
 TEST_P(InvalidRequestTest, RefusedNamingTheField) {
   v1::GenerateRequest r = TextRequest("the cat");
   GetParam().edit(r);
-  absl::StatusOr<EngineRequest> got = ToEngineRequest(r, Tiny(), Limits(), "req-1");
+  absl::StatusOr<EngineRequest> got = Convert(r, Tiny(), Limits(), "req-1");
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << got.status();
   EXPECT_NE(got.status().message().find(GetParam().message), absl::string_view::npos) << got.status();
@@ -115,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<InvalidCase>& info) { return std::string(info.param.name); });
 
 TEST(RequestConvertTest, DefaultsFollowTheProto) {
-  absl::StatusOr<EngineRequest> got = ToEngineRequest(TextRequest("the cat sat"), Tiny(), Limits(1024), "req-7");
+  absl::StatusOr<EngineRequest> got = Convert(TextRequest("the cat sat"), Tiny(), Limits(1024), "req-7");
   ASSERT_TRUE(got.ok()) << got.status();
   auto want_ids = Tiny().Encode("the cat sat", EncodeOptions{.add_bos = Tiny().add_bos_default()});
   ASSERT_TRUE(want_ids.ok());
@@ -145,7 +151,7 @@ TEST(RequestConvertTest, TheModelsSamplingDefaultsFillOnlyUnsetFields) {
   shipped.repetition_penalty = 1.05f;
   RequestLimits limits = Limits(1024);
   limits.sampling_defaults = DefaultSamplingParams(shipped);
-  absl::StatusOr<EngineRequest> unset = ToEngineRequest(TextRequest("the cat"), Tiny(), limits, "a");
+  absl::StatusOr<EngineRequest> unset = Convert(TextRequest("the cat"), Tiny(), limits, "a");
   ASSERT_TRUE(unset.ok()) << unset.status();
   EXPECT_FLOAT_EQ(unset->sampling.temperature, 0.7f);
   EXPECT_FLOAT_EQ(unset->sampling.top_p, 0.8f);
@@ -155,7 +161,7 @@ TEST(RequestConvertTest, TheModelsSamplingDefaultsFillOnlyUnsetFields) {
   v1::GenerateRequest r = TextRequest("the cat");
   r.set_temperature(0.0f);  // set, even to a zero value: the request's
   r.set_top_k(0);
-  absl::StatusOr<EngineRequest> set = ToEngineRequest(r, Tiny(), limits, "b");
+  absl::StatusOr<EngineRequest> set = Convert(r, Tiny(), limits, "b");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->sampling.temperature, 0.0f);
   EXPECT_EQ(set->sampling.top_k, 0);
@@ -179,9 +185,14 @@ TEST(RequestConvertTest, EveryFieldIsCarried) {
   r.add_stop_token_ids(7);
   r.set_ignore_eos(true);
   r.set_logprobs(3);
-  absl::StatusOr<EngineRequest> got = ToEngineRequest(r, Tiny(), Limits(), "req-1");
+  r.set_cache_salt("tenant");
+  (*r.mutable_logit_bias())[9] = 2.5f;
+  (*r.mutable_logit_bias())[4] = -1.0f;
+  absl::StatusOr<EngineRequest> got = Convert(r, Tiny(), Limits(), "req-1");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->request_id, "mine");
+  EXPECT_EQ(got->cache_salt, "tenant");
+  EXPECT_EQ(got->sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{4, -1.0f}, {9, 2.5f}}));
   EXPECT_EQ(got->sampling.temperature, 0.7f);
   EXPECT_EQ(got->sampling.top_k, 5);
   EXPECT_EQ(got->sampling.top_p, 0.9f);
@@ -203,9 +214,9 @@ TEST(RequestConvertTest, AddBosAndTokenInput) {
   ASSERT_GE(bos, 0);
   v1::GenerateRequest r = TextRequest("the cat");
   r.set_add_bos(true);
-  auto with = ToEngineRequest(r, Tiny(), Limits(), "x");
+  auto with = Convert(r, Tiny(), Limits(), "x");
   r.set_add_bos(false);
-  auto without = ToEngineRequest(r, Tiny(), Limits(), "x");
+  auto without = Convert(r, Tiny(), Limits(), "x");
   ASSERT_TRUE(with.ok() && without.ok());
   ASSERT_FALSE(without->prompt.empty());
   EXPECT_EQ(with->prompt.front(), bos);
@@ -214,29 +225,29 @@ TEST(RequestConvertTest, AddBosAndTokenInput) {
 
   v1::GenerateRequest t = TokenRequest(5, 10);
   t.set_add_bos(true);  // ignored for token prompts
-  auto tok = ToEngineRequest(t, Tiny(), Limits(), "x");
+  auto tok = Convert(t, Tiny(), Limits(), "x");
   ASSERT_TRUE(tok.ok()) << tok.status();
   EXPECT_EQ(tok->prompt, (std::vector<int32_t>{10, 11, 12, 13, 14}));
 }
 
 TEST(RequestConvertTest, MaxTokensAgainstTheContext) {
   // Unset: 256, or what the context leaves.
-  auto a = ToEngineRequest(TokenRequest(200), Tiny(), Limits(), "x");
+  auto a = Convert(TokenRequest(200), Tiny(), Limits(), "x");
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->stop.max_tokens, 56);
-  auto b = ToEngineRequest(TokenRequest(255), Tiny(), Limits(), "x");
+  auto b = Convert(TokenRequest(255), Tiny(), Limits(), "x");
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(b->stop.max_tokens, 1);
   // Set: exactly filling the context is fine, one more is not.
   v1::GenerateRequest r = TokenRequest(6);
   r.set_max_tokens(250);
-  EXPECT_TRUE(ToEngineRequest(r, Tiny(), Limits(), "x").ok());
+  EXPECT_TRUE(Convert(r, Tiny(), Limits(), "x").ok());
   r.set_max_tokens(251);
-  EXPECT_EQ(ToEngineRequest(r, Tiny(), Limits(), "x").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Convert(r, Tiny(), Limits(), "x").status().code(), absl::StatusCode::kInvalidArgument);
   // logprobs = 0: the chosen token's logprob only.
   v1::GenerateRequest l = TokenRequest(3);
   l.set_logprobs(0);
-  auto lp = ToEngineRequest(l, Tiny(), Limits(), "x");
+  auto lp = Convert(l, Tiny(), Limits(), "x");
   ASSERT_TRUE(lp.ok());
   EXPECT_TRUE(lp->sampling.want_logprobs);
   EXPECT_EQ(lp->sampling.logprobs, 0);
@@ -247,16 +258,16 @@ TEST(RequestConvertTest, PromptBytesAreBoundedBeforeTokenizing) {
   EXPECT_EQ(DefaultMaxPromptBytes(16), kMinPromptBytes);  // a tiny context still takes a sentence
   RequestLimits limits = Limits();
   limits.max_prompt_bytes = 10;
-  EXPECT_TRUE(ToEngineRequest(TextRequest("the cat"), Tiny(), limits, "x").ok());
-  const absl::StatusOr<EngineRequest> over = ToEngineRequest(TextRequest("the cat sat"), Tiny(), limits, "x");
+  EXPECT_TRUE(Convert(TextRequest("the cat"), Tiny(), limits, "x").ok());
+  const absl::StatusOr<EngineRequest> over = Convert(TextRequest("the cat sat"), Tiny(), limits, "x");
   EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(over.status().message(), "text must be at most 10 bytes (the server's --max-prompt-bytes), got 11");
   // Invalid UTF-8 beyond the bound gets the bound's message: the size is checked first.
-  EXPECT_NE(ToEngineRequest(TextRequest(std::string(11, '\xff')), Tiny(), limits, "x").status().message().find(
+  EXPECT_NE(Convert(TextRequest(std::string(11, '\xff')), Tiny(), limits, "x").status().message().find(
                 "at most 10 bytes"),
             std::string::npos);
   // Token ids are bounded by the context, not by bytes.
-  EXPECT_TRUE(ToEngineRequest(TokenRequest(40), Tiny(), limits, "x").ok());
+  EXPECT_TRUE(Convert(TokenRequest(40), Tiny(), limits, "x").ok());
 
   v1::TokenizeRequest t;
   t.set_text("the cat sat");

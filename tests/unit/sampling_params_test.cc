@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,26 @@ INSTANTIATE_TEST_SUITE_P(
         StopCase{"overlong", [](StopConditions& s) { s.stop_strings = {"\xC0\xAF"}; }, false,
                  "valid UTF-8"}),
     [](const ::testing::TestParamInfo<StopCase>& info) { return std::string(info.param.name); });
+
+// FirstProblem names the field by id (callers lead the message with their own name for it)
+// and Validate is "<member> <what>" of the same problem.
+TEST(SamplingParamsTest, FirstProblemNamesTheFieldById) {
+  SamplingParams ok;
+  EXPECT_FALSE(ok.FirstProblem().has_value());
+  SamplingParams p;
+  p.top_p = 1.5f;
+  p.logprobs = 30;  // also bad: the first in check order is reported
+  const std::optional<SamplingProblem> problem = p.FirstProblem();
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->field, SamplingField::kTopP);
+  EXPECT_EQ(problem->what, "must be in (0, 1], got 1.5");
+  EXPECT_EQ(p.Validate().message(), "top_p must be in (0, 1], got 1.5");
+  SamplingParams bias;
+  bias.logit_bias = {{4, 101.0f}};
+  ASSERT_TRUE(bias.FirstProblem().has_value());
+  EXPECT_EQ(bias.FirstProblem()->field, SamplingField::kLogitBias);
+  EXPECT_STREQ(SamplingFieldName(SamplingField::kRepetitionPenalty), "repetition_penalty");
+}
 
 }  // namespace
 }  // namespace llmserve
