@@ -2,11 +2,9 @@
 
 #include <memory>
 #include <optional>
-#include <span>
 #include <utility>
 #include <variant>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
