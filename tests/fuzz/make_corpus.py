@@ -234,6 +234,24 @@ def openai_request_seeds():
             ("chat", b"\1" + json.dumps(chat, ensure_ascii=False).encode())]
 
 
+def http_request_seeds():
+    """Raw HTTP/1.1 bytes for http_request_fuzzer: the first byte picks how they are cut into writes."""
+    seeds = {
+        "get.txt": b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+        "pipelined.txt": b"GET /a HTTP/1.1\r\n\r\nGET /stream HTTP/1.1\r\n\r\nHEAD /b HTTP/1.1\r\n\r\n",
+        "post.txt": b"POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhello",
+        "chunked.txt": b"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        "expect.txt": b"POST /c HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
+        "refused.txt": b"POST /refuse HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\n\r\n",
+        "http10.txt": b"GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+        "bad_length.txt": b"POST /c HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+        "both.txt": b"POST /c HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    }
+    for name, raw in sorted(seeds.items()):
+        for cut in (0, 7):
+            yield "%d_%s" % (cut, name), bytes([cut]) + raw
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -257,6 +275,9 @@ def main():
             f.write(blob)
     for name, blob in openai_request_seeds():
         with open(out_path("openai_request", name), "wb") as f:
+            f.write(blob)
+    for name, blob in http_request_seeds():
+        with open(out_path("http_request", name), "wb") as f:
             f.write(blob)
     total = 0
     for d, _, files in os.walk(OUT):
