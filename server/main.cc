@@ -54,6 +54,10 @@ ABSL_FLAG(int32_t, http_body_timeout, llmserve::ServerConfig{}.http_body_timeout
           "byte arrives by head + this + received / rate");
 ABSL_FLAG(int32_t, http_body_min_rate, llmserve::ServerConfig{}.http_body_min_rate,
           "bytes per second a request body must average beyond --http-body-timeout (0 = no rate)");
+ABSL_FLAG(int32_t, http_max_header_bytes, llmserve::ServerConfig{}.http_max_header_bytes,
+          "bytes of an HTTP request's line and headers; beyond: 431 and the connection closes");
+ABSL_FLAG(int32_t, http_max_pipelined, llmserve::ServerConfig{}.http_max_pipelined,
+          "HTTP requests read ahead on one connection (pipelined) while an earlier one is answered");
 ABSL_FLAG(int32_t, http_write_timeout, llmserve::ServerConfig{}.http_write_timeout_seconds,
           "seconds a write to an HTTP client may take; a client that reads nothing that long is dropped (its "
           "request aborted)");
@@ -120,6 +124,8 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.http_body_timeout_seconds = absl::GetFlag(FLAGS_http_body_timeout);
   c.http_body_min_rate = absl::GetFlag(FLAGS_http_body_min_rate);
   c.http_write_timeout_seconds = absl::GetFlag(FLAGS_http_write_timeout);
+  c.http_max_header_bytes = absl::GetFlag(FLAGS_http_max_header_bytes);
+  c.http_max_pipelined = absl::GetFlag(FLAGS_http_max_pipelined);
   absl::StatusOr<bool> metrics_tls = llmserve::ParseOnOff("metrics-tls", absl::GetFlag(FLAGS_metrics_tls));
   if (!metrics_tls.ok()) return metrics_tls.status();
   c.metrics_tls = *metrics_tls;

@@ -38,6 +38,11 @@ absl::Status ServerConfig::Validate() const {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = FlagInRange("http-max-header-bytes", http_max_header_bytes, 1 << 10, 1 << 20, " bytes");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = FlagInRange("http-max-pipelined", http_max_pipelined, 1, 1024, ""); !s.ok()) return s;
   if (!ValidMetricsPrefix(metrics_prefix)) {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-prefix=", metrics_prefix,
                                                    ": must match [a-zA-Z_:][a-zA-Z0-9_:]* (e.g. llmserve_ or vllm:)"));
@@ -85,7 +90,9 @@ http::HttpServerOptions ServerConfig::HttpOptions(std::string name) const {
   o.body_timeout = absl::Seconds(http_body_timeout_seconds);
   o.body_min_rate = http_body_min_rate;
   o.write_timeout = absl::Seconds(http_write_timeout_seconds);
+  o.max_header_bytes = static_cast<size_t>(http_max_header_bytes);
   o.max_body_bytes = static_cast<size_t>(max_request_bytes);
+  o.max_pipelined = http_max_pipelined;
   return o;
 }
 

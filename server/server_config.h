@@ -46,6 +46,8 @@ struct ServerConfig : EngineSpec {
   int32_t http_body_timeout_seconds = 10;          // the body's allowance, beyond which ...
   int32_t http_body_min_rate = 1024;               // ... it must average this many bytes/s (0 = no rate)
   int32_t http_write_timeout_seconds = 30;         // a client that accepts none of a response this long
+  int32_t http_max_header_bytes = 16 << 10;        // a request's line and headers; beyond: 431
+  int32_t http_max_pipelined = 16;                 // requests read ahead of the one being answered
 
   // Security (docs/OPERATIONS.md "Security").
   TlsFiles tls;                    // --tls-cert, --tls-key, --tls-client-ca, --tls-reload-interval

@@ -62,10 +62,12 @@ absl::Status HttpServerOptions::Validate() const {
 
 std::string HttpServerOptions::Describe() const {
   return absl::StrFormat(
-      "%d threads, %d connections (%s per address), idle %s, head %s, body %s + %d B/s, write %s, pipelining %d",
+      "%d threads, %d connections (%s per address), idle %s, head %s (%d bytes), body %s + %d B/s, write %s, "
+      "pipelining %d",
       threads, max_connections,
       max_connections_per_address > 0 ? std::to_string(max_connections_per_address) : std::string("no cap"),
-      absl::FormatDuration(idle_timeout), absl::FormatDuration(header_timeout), absl::FormatDuration(body_timeout),
+      absl::FormatDuration(idle_timeout), absl::FormatDuration(header_timeout), max_header_bytes,
+      absl::FormatDuration(body_timeout),
       body_min_rate, absl::FormatDuration(write_timeout), max_pipelined);
 }
 

@@ -52,7 +52,8 @@ struct HttpServerOptions {
 
   // INVALID_ARGUMENT naming the field for a value out of range.
   absl::Status Validate() const;
-  // "2 threads, 1024 connections (256 per address), idle 5 s, head 10 s, body 10 s + 1024 B/s, write 30 s"
+  // "4 threads, 1024 connections (256 per address), idle 5s, head 10s (16384 bytes), body 10s +
+  // 1024 B/s, write 30s, pipelining 16": the start-up line's.
   std::string Describe() const;
 };
 

@@ -63,6 +63,16 @@ TEST(ServerConfigTest, InvalidSettingsNameTheFlag) {
       {"http port is the metrics port", [](ServerConfig& c) { c.http_port = 9400; },
        "--http-port=9400 is the same as --metrics-port"},
       {"zero http threads", [](ServerConfig& c) { c.http_threads = 0; }, "--http-threads=0"},
+      {"no http connections", [](ServerConfig& c) { c.http_max_connections = 0; }, "--http-max-connections=0"},
+      {"negative per-address cap", [](ServerConfig& c) { c.http_max_connections_per_address = -1; },
+       "--http-max-connections-per-address=-1"},
+      {"zero idle timeout", [](ServerConfig& c) { c.http_idle_timeout_seconds = 0; }, "--http-idle-timeout=0"},
+      {"zero header timeout", [](ServerConfig& c) { c.http_header_timeout_seconds = 0; }, "--http-header-timeout=0"},
+      {"zero body timeout", [](ServerConfig& c) { c.http_body_timeout_seconds = 0; }, "--http-body-timeout=0"},
+      {"negative body rate", [](ServerConfig& c) { c.http_body_min_rate = -1; }, "--http-body-min-rate=-1"},
+      {"zero write timeout", [](ServerConfig& c) { c.http_write_timeout_seconds = 0; }, "--http-write-timeout=0"},
+      {"tiny header bound", [](ServerConfig& c) { c.http_max_header_bytes = 100; }, "--http-max-header-bytes=100"},
+      {"no pipelining room", [](ServerConfig& c) { c.http_max_pipelined = 0; }, "--http-max-pipelined=0"},
       {"zero streams per connection", [](ServerConfig& c) { c.max_streams_per_connection = 0; },
        "--max-streams-per-connection=0"},
       {"cert without key", [](ServerConfig& c) { c.tls.cert_path = "server.pem"; }, "--tls-cert and --tls-key"},
@@ -207,6 +217,41 @@ TEST(ServerConfigTest, HttpApiListensOnTheServersHost) {
   EXPECT_EQ(c.HttpAddress(), "0.0.0.0:8000");
   c.host = "::1";
   EXPECT_EQ(c.HttpAddress(), "[::1]:8000");
+}
+
+// The HTTP servers' bounds come from the http_* settings (and --max-request-bytes), and
+// are valid server options.
+TEST(ServerConfigTest, HttpOptionsCarryEveryBound) {
+  ServerConfig c;
+  c.http_threads = 3;
+  c.http_max_connections = 10;
+  c.http_max_connections_per_address = 20;  // above the total: the total binds first
+  c.http_idle_timeout_seconds = 4;
+  c.http_header_timeout_seconds = 5;
+  c.http_body_timeout_seconds = 6;
+  c.http_body_min_rate = 7;
+  c.http_write_timeout_seconds = 8;
+  c.http_max_header_bytes = 9000;
+  c.http_max_pipelined = 2;
+  c.max_request_bytes = 5000;
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate();
+  const http::HttpServerOptions o = c.HttpOptions("api");
+  EXPECT_TRUE(o.Validate().ok()) << o.Validate();
+  EXPECT_EQ(o.name, "api");
+  EXPECT_EQ(o.threads, 3);
+  EXPECT_EQ(o.max_connections, 10);
+  EXPECT_EQ(o.max_connections_per_address, 20);
+  EXPECT_EQ(o.idle_timeout, absl::Seconds(4));
+  EXPECT_EQ(o.header_timeout, absl::Seconds(5));
+  EXPECT_EQ(o.body_timeout, absl::Seconds(6));
+  EXPECT_EQ(o.body_min_rate, 7);
+  EXPECT_EQ(o.write_timeout, absl::Seconds(8));
+  EXPECT_EQ(o.max_header_bytes, 9000u);
+  EXPECT_EQ(o.max_pipelined, 2);
+  EXPECT_EQ(o.max_body_bytes, 5000u);
+  EXPECT_EQ(o.Describe(),
+            "3 threads, 10 connections (20 per address), idle 4s, head 5s (9000 bytes), body 6s + 7 B/s, write 8s, "
+            "pipelining 2");
 }
 
 TEST(ServerConfigTest, TlsDescribesWhatIsOn) {
