@@ -82,7 +82,7 @@ struct Pending {
 struct Waker {
   std::mutex mu;
   bool alive = true;
-  std::function<void()> post;  // posts a Pump to the connection's strand
+  std::function<void()> post;  // posts a Pump to the connection's strand; cleared with `alive`
 };
 
 template <class Stream>
@@ -99,8 +99,11 @@ class ConnectionImpl final : public Connection {
 
   ~ConnectionImpl() override {
     if (waker_ != nullptr) {
+      // A wake kept by its producer's owner may outlive the server: it must hold nothing of
+      // the io_context (the strand in `post`) past this point.
       std::lock_guard<std::mutex> l(waker_->mu);
       waker_->alive = false;
+      waker_->post = nullptr;
     }
     if (producer_ != nullptr) producer_->ClientGone();  // never closed (the server's threads stopped)
     env_->registry.Remove(address_, this);
