@@ -263,7 +263,7 @@ class ConnectionImpl final : public Connection {
         FinishRequest();
         continue;
       }
-      if (ec == bhttp::error::need_more) {
+      if (ec == bhttp::error::need_more || used == 0) {  // no progress without more bytes
         if (head_seen_) ArmBodyDeadline();
         ReadMore();
         return;
