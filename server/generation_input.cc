@@ -2,8 +2,6 @@
 
 namespace llmserve {
 
-namespace v1 = llmserve::v1;
-
 ChatConversation ChatFromProto(const v1::ChatInput& chat) {
   ChatConversation c;
   c.messages.reserve(static_cast<size_t>(chat.messages_size()));
