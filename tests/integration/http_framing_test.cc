@@ -128,7 +128,9 @@ void ExpectRefused(int port, const std::string& what, const std::string& bytes, 
             << Ms(r.latency) << " ms (target < 100 ms)" << (r.closed ? ", then closed" : "") << "\n";
   ASSERT_EQ(r.end, ReadEnd::kOk) << ReadEndName(r.end) << " after " << r.latency;
   EXPECT_NE(std::find(statuses.begin(), statuses.end(), r.response.status), statuses.end()) << r.response.status_line;
-  EXPECT_LT(r.latency, absl::Seconds(1)) << "not at once (the header/body timeouts are 10 s)";
+  // A refusal, not a timeout: the header and body timeouts are 10 s (the latency is logged;
+  // the bound is loose so that a slow, busy machine does not fail it).
+  EXPECT_LT(r.latency, absl::Seconds(5)) << "not at once (the header/body timeouts are 10 s)";
   EXPECT_TRUE(IsOpenAiError(r.response.Json())) << r.response.body;
   if (must_close) {
     EXPECT_EQ(absl::AsciiStrToLower(r.response.Header("Connection")), "close");

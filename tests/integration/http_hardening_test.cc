@@ -200,7 +200,8 @@ void ExpectRefusedAtOnce(int port, const char* source) {
   } else {
     EXPECT_TRUE(end == ReadEnd::kClosed || end == ReadEnd::kReset) << ReadEndName(end);
   }
-  EXPECT_LT(latency, absl::Seconds(1));
+  // Refused, not closed by a timeout: the idle timeout is 5 s (the latency is logged).
+  EXPECT_LT(latency, absl::Seconds(3));
 }
 
 // After one of the held connections closes, a new one from `source` is served again (the
