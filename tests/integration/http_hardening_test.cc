@@ -200,7 +200,7 @@ void ExpectRefusedAtOnce(int port, const char* source) {
   } else {
     EXPECT_TRUE(end == ReadEnd::kClosed || end == ReadEnd::kReset) << ReadEndName(end);
   }
-  // Refused, not closed by a timeout: the idle timeout is 5 s (the latency is logged).
+  // Refused, not closed by a timeout: these tests set the idle timeout to 30 s (the latency is logged).
   EXPECT_LT(latency, absl::Seconds(3));
 }
 
