@@ -81,4 +81,8 @@ class Matcher {
   size_t bytes_consumed_ = 0;
 };
 
+// Whole-text check (tests and tools): does the grammar accept exactly `text`? An error
+// only when a bound was hit.
+absl::StatusOr<bool> GrammarAcceptsText(const Grammar& grammar, std::string_view text);
+
 }  // namespace llmserve::constraint

@@ -1,0 +1,38 @@
+// Internal: what a CompiledConstraint holds. The grammar, its parser tables, the lazily
+// built lexer and the vocabulary, behind one mutex: a matcher takes it for a mask or an
+// advance, so requests sharing a constraint share (and fill) one lexer.
+#pragma once
+
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
+#include "constraint/earley.h"
+#include "constraint/lexer.h"
+#include "constraint/matcher.h"
+
+namespace llmserve::constraint {
+
+class ConstraintRuntime {
+ public:
+  ConstraintRuntime(Grammar g, std::shared_ptr<const TokenVocabulary> v, ConstraintLimits l)
+      : grammar(std::move(g)), tables(grammar), lexer(&grammar, l.max_dfa_states),
+        vocab(std::move(v)), limits(l) {}
+
+  absl::Mutex mu;
+  Grammar grammar ABSL_GUARDED_BY(mu);  // its regex pool grows with the lexer's derivatives
+  const EarleyTables tables;
+  Lexer lexer ABSL_GUARDED_BY(mu);
+  const std::shared_ptr<const TokenVocabulary> vocab;  // null: text matching only
+  const ConstraintLimits limits;
+};
+
+// A matcher's own state: its parser rows and where the lexer is in the current lexeme.
+class MatcherState {
+ public:
+  explicit MatcherState(ConstraintRuntime& rt)
+      : parser(&rt.tables, rt.limits.max_earley_items) {}
+  EarleyParser parser;
+  Lexer::StateId lex = Lexer::kDead;  // kDead until the first byte: then at a lexeme start
+};
+
+}  // namespace llmserve::constraint

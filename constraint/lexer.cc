@@ -1,0 +1,160 @@
+#include "constraint/lexer.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace llmserve::constraint {
+
+Lexer::Lexer(Grammar* grammar, uint32_t max_states)
+    : grammar_(grammar), pool_(grammar->regex), max_states_(max_states) {
+  ComputeByteClasses();
+  states_.push_back(State{});  // dead
+  table_.assign(num_classes_, kDead);
+  accepting_set_of_.emplace(std::vector<LexemeId>{}, 0);
+}
+
+void Lexer::ComputeByteClasses() {
+  // Bytes are equivalent when every byte set in the expressions has both or neither.
+  // Refine the partition by each distinct set.
+  std::array<uint32_t, 256> sig{};  // current class of each byte
+  uint32_t next_sig = 1;
+  for (size_t id = 0; id < pool_.size(); ++id) {
+    const RegexNode& n = pool_.node(static_cast<RegexId>(id));
+    if (n.kind != RegexKind::kBytes) continue;
+    absl::flat_hash_map<std::pair<uint32_t, bool>, uint32_t> split;
+    for (int b = 0; b < 256; ++b) {
+      auto key = std::make_pair(sig[b], n.bytes.Has(static_cast<uint8_t>(b)));
+      auto [it, fresh] = split.try_emplace(key, next_sig);
+      if (fresh) ++next_sig;
+      sig[b] = it->second;
+    }
+  }
+  absl::flat_hash_map<uint32_t, uint8_t> dense;
+  for (int b = 0; b < 256; ++b) {
+    auto [it, fresh] = dense.try_emplace(sig[b], static_cast<uint8_t>(dense.size()));
+    if (fresh) class_rep_[it->second] = static_cast<uint8_t>(b);
+    class_of_[b] = it->second;
+  }
+  num_classes_ = static_cast<int>(dense.size());
+}
+
+RegexId Lexer::Derive(RegexId re, uint8_t b) {
+  uint64_t key = (uint64_t{re} << 8) | class_of_[b];
+  auto it = derivative_.find(key);
+  if (it != derivative_.end()) return it->second;
+  RegexId result = pool_.Nothing();
+  const RegexNode& n = pool_.node(re);
+  switch (n.kind) {
+    case RegexKind::kNothing:
+    case RegexKind::kEmpty:
+      break;
+    case RegexKind::kBytes:
+      result = n.bytes.Has(b) ? pool_.Empty() : pool_.Nothing();
+      break;
+    case RegexKind::kConcat: {
+      // d(r1 r2..rn) = d(r1) r2..rn | (r1 nullable ? d(r2..rn) : nothing)
+      std::vector<RegexId> children = n.children;  // copy: the pool may grow below
+      std::vector<RegexId> alts;
+      for (size_t i = 0; i < children.size(); ++i) {
+        RegexId head = Derive(children[i], b);
+        if (head != pool_.Nothing()) {
+          std::vector<RegexId> seq;
+          seq.reserve(children.size() - i);
+          seq.push_back(head);
+          seq.insert(seq.end(), children.begin() + i + 1, children.end());
+          alts.push_back(pool_.Concat(std::move(seq)));
+        }
+        if (!pool_.Nullable(children[i])) break;
+      }
+      result = pool_.Alt(std::move(alts));
+      break;
+    }
+    case RegexKind::kAlt: {
+      std::vector<RegexId> children = n.children;
+      std::vector<RegexId> alts;
+      alts.reserve(children.size());
+      for (RegexId c : children) alts.push_back(Derive(c, b));
+      result = pool_.Alt(std::move(alts));
+      break;
+    }
+    case RegexKind::kRepeat: {
+      // d(r{m,n}) = d(r) r{max(m-1,0), n-1}
+      RegexId child = n.children[0];
+      uint32_t min = n.min, max = n.max;
+      RegexId head = Derive(child, b);
+      if (head != pool_.Nothing()) {
+        uint32_t rest_max = max == RegexPool::kUnbounded ? max : max - 1;
+        RegexId rest = pool_.Repeat(child, min > 0 ? min - 1 : 0, rest_max);
+        result = pool_.Concat({head, rest});
+      }
+      break;
+    }
+  }
+  derivative_.emplace(key, result);
+  return result;
+}
+
+Lexer::StateId Lexer::Intern(std::vector<std::pair<LexemeId, RegexId>> items) {
+  if (items.empty()) return kDead;
+  auto it = state_of_.find(items);
+  if (it != state_of_.end()) return it->second;
+  if (states_.size() >= max_states_ || !pool_.status().ok()) {
+    if (status_.ok()) {
+      status_ = !pool_.status().ok()
+                    ? pool_.status()
+                    : absl::ResourceExhaustedError(absl::StrCat(
+                          "the constraint's lexer needs more than ", max_states_, " states"));
+    }
+    return kDead;
+  }
+  State st;
+  for (auto [lexeme, re] : items) {
+    if (pool_.Nullable(re)) st.accepting.push_back(lexeme);
+  }
+  auto [set_it, fresh] = accepting_set_of_.try_emplace(st.accepting, accepting_set_of_.size());
+  st.accepting_set = set_it->second;
+  st.items = items;
+  StateId id = static_cast<StateId>(states_.size());
+  states_.push_back(std::move(st));
+  table_.resize(table_.size() + num_classes_, kUnknown);
+  state_of_.emplace(std::move(items), id);
+  return id;
+}
+
+Lexer::StateId Lexer::Start(const std::vector<LexemeId>& allowed) {
+  auto it = start_of_.find(allowed);
+  if (it != start_of_.end()) return it->second;
+  std::vector<std::pair<LexemeId, RegexId>> items;
+  items.reserve(allowed.size());
+  for (LexemeId l : allowed) items.emplace_back(l, grammar_->lexemes[l]);
+  StateId s = Intern(std::move(items));
+  start_of_.emplace(allowed, s);
+  return s;
+}
+
+Lexer::StateId Lexer::Compute(StateId s, uint8_t b) {
+  std::vector<std::pair<LexemeId, RegexId>> next;
+  const auto items = states_[s].items;  // copy: Intern may grow states_
+  next.reserve(items.size());
+  for (auto [lexeme, re] : items) {
+    RegexId d = Derive(re, b);
+    if (d != pool_.Nothing()) next.emplace_back(lexeme, d);
+  }
+  StateId t = Intern(std::move(next));
+  // A state that failed to intern (bounds) is not cached, so the error stays visible.
+  if (t != kDead || status_.ok()) table_[size_t{s} * num_classes_ + class_of_[b]] = t;
+  return t;
+}
+
+bool Lexer::CanContinue(StateId s) {
+  if (s == kDead) return false;
+  if (states_[s].can_continue < 0) {
+    bool any = false;
+    for (int c = 0; c < num_classes_ && !any; ++c) any = Next(s, class_rep_[c]) != kDead;
+    states_[s].can_continue = any;
+  }
+  return states_[s].can_continue > 0;
+}
+
+}  // namespace llmserve::constraint
