@@ -43,54 +43,7 @@ RegexId Lexer::Derive(RegexId re, uint8_t b) {
   uint64_t key = (uint64_t{re} << 8) | class_of_[b];
   auto it = derivative_.find(key);
   if (it != derivative_.end()) return it->second;
-  RegexId result = pool_.Nothing();
-  const RegexNode& n = pool_.node(re);
-  switch (n.kind) {
-    case RegexKind::kNothing:
-    case RegexKind::kEmpty:
-      break;
-    case RegexKind::kBytes:
-      result = n.bytes.Has(b) ? pool_.Empty() : pool_.Nothing();
-      break;
-    case RegexKind::kConcat: {
-      // d(r1 r2..rn) = d(r1) r2..rn | (r1 nullable ? d(r2..rn) : nothing)
-      std::vector<RegexId> children = n.children;  // copy: the pool may grow below
-      std::vector<RegexId> alts;
-      for (size_t i = 0; i < children.size(); ++i) {
-        RegexId head = Derive(children[i], b);
-        if (head != pool_.Nothing()) {
-          std::vector<RegexId> seq;
-          seq.reserve(children.size() - i);
-          seq.push_back(head);
-          seq.insert(seq.end(), children.begin() + i + 1, children.end());
-          alts.push_back(pool_.Concat(std::move(seq)));
-        }
-        if (!pool_.Nullable(children[i])) break;
-      }
-      result = pool_.Alt(std::move(alts));
-      break;
-    }
-    case RegexKind::kAlt: {
-      std::vector<RegexId> children = n.children;
-      std::vector<RegexId> alts;
-      alts.reserve(children.size());
-      for (RegexId c : children) alts.push_back(Derive(c, b));
-      result = pool_.Alt(std::move(alts));
-      break;
-    }
-    case RegexKind::kRepeat: {
-      // d(r{m,n}) = d(r) r{max(m-1,0), n-1}
-      RegexId child = n.children[0];
-      uint32_t min = n.min, max = n.max;
-      RegexId head = Derive(child, b);
-      if (head != pool_.Nothing()) {
-        uint32_t rest_max = max == RegexPool::kUnbounded ? max : max - 1;
-        RegexId rest = pool_.Repeat(child, min > 0 ? min - 1 : 0, rest_max);
-        result = pool_.Concat({head, rest});
-      }
-      break;
-    }
-  }
+  RegexId result = pool_.Derivative(re, b, [this](RegexId c, uint8_t x) { return Derive(c, x); });
   derivative_.emplace(key, result);
   return result;
 }

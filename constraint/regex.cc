@@ -265,6 +265,24 @@ RegexId RegexPool::AnyCodepoint() {
   return CodepointRanges(all);
 }
 
+RegexId RegexPool::WithoutEmpty(RegexId re) {
+  if (!Nullable(re)) return re;
+  // re minus "" = the union over first bytes b of b . d(re, b); bytes with the same
+  // derivative share one byte set.
+  absl::flat_hash_map<RegexId, ByteSet> by_rest;
+  std::vector<RegexId> order;
+  for (int b = 0; b < 256; ++b) {
+    RegexId d = DerivativeOf(re, static_cast<uint8_t>(b));
+    if (d == Nothing()) continue;
+    auto [it, fresh] = by_rest.try_emplace(d);
+    if (fresh) order.push_back(d);
+    it->second.Add(static_cast<uint8_t>(b));
+  }
+  std::vector<RegexId> alts;
+  for (RegexId d : order) alts.push_back(Concat({Bytes(by_rest[d]), d}));
+  return Alt(std::move(alts));
+}
+
 namespace {
 
 std::string ByteSetString(const ByteSet& s) {

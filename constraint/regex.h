@@ -101,6 +101,16 @@ class RegexPool {
   // Nothing()).
   const absl::Status& status() const { return status_; }
 
+  // Brzozowski derivative: the strings s such that b s matches `re`. Uses `derive` for the
+  // children (so the lexer can cache them); DerivativeOf recurses uncached.
+  template <typename DeriveChild>
+  RegexId Derivative(RegexId re, uint8_t b, DeriveChild&& derive);
+  RegexId DerivativeOf(RegexId re, uint8_t b) {
+    return Derivative(re, b, [this](RegexId c, uint8_t x) { return DerivativeOf(c, x); });
+  }
+  // `re` minus the empty string (for a lexeme, which must consume bytes).
+  RegexId WithoutEmpty(RegexId re);
+
   // The expression in a regex-like syntax (for llmgrammar and error messages).
   std::string ToString(RegexId id) const;
 
@@ -112,5 +122,51 @@ class RegexPool {
   absl::flat_hash_map<std::string, RegexId> intern_;  // serialized node -> id
   absl::Status status_;
 };
+
+template <typename DeriveChild>
+RegexId RegexPool::Derivative(RegexId re, uint8_t b, DeriveChild&& derive) {
+  const RegexNode& n = nodes_[re];
+  switch (n.kind) {
+    case RegexKind::kNothing:
+    case RegexKind::kEmpty:
+      return Nothing();
+    case RegexKind::kBytes:
+      return n.bytes.Has(b) ? Empty() : Nothing();
+    case RegexKind::kConcat: {
+      // d(r1 r2..rn) = d(r1) r2..rn | (r1 nullable ? d(r2..rn) : nothing)
+      std::vector<RegexId> children = n.children;  // copy: the pool may grow below
+      std::vector<RegexId> alts;
+      for (size_t i = 0; i < children.size(); ++i) {
+        RegexId head = derive(children[i], b);
+        if (head != Nothing()) {
+          std::vector<RegexId> seq;
+          seq.reserve(children.size() - i);
+          seq.push_back(head);
+          seq.insert(seq.end(), children.begin() + i + 1, children.end());
+          alts.push_back(Concat(std::move(seq)));
+        }
+        if (!Nullable(children[i])) break;
+      }
+      return Alt(std::move(alts));
+    }
+    case RegexKind::kAlt: {
+      std::vector<RegexId> children = n.children;
+      std::vector<RegexId> alts;
+      alts.reserve(children.size());
+      for (RegexId c : children) alts.push_back(derive(c, b));
+      return Alt(std::move(alts));
+    }
+    case RegexKind::kRepeat: {
+      // d(r{m,n}) = d(r) r{max(m-1,0), n-1}
+      const RegexId child = n.children[0];
+      const uint32_t min = n.min, max = n.max;
+      RegexId head = derive(child, b);
+      if (head == Nothing()) return Nothing();
+      RegexId rest = Repeat(child, min > 0 ? min - 1 : 0, max == kUnbounded ? max : max - 1);
+      return Concat({head, rest});
+    }
+  }
+  return Nothing();
+}
 
 }  // namespace llmserve::constraint
