@@ -24,6 +24,8 @@ class ConstraintRuntime {
   Lexer lexer ABSL_GUARDED_BY(mu);
   const std::shared_ptr<const TokenVocabulary> vocab;  // null: text matching only
   const ConstraintLimits limits;
+  // Lexer state -> the first vocabulary slice it contains (-1: none; -2: not yet known).
+  std::vector<int8_t> slice_of_state ABSL_GUARDED_BY(mu);
 };
 
 // A matcher's own state: its parser rows and where the lexer is in the current lexeme.

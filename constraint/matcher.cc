@@ -1,5 +1,6 @@
 #include "constraint/matcher.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "constraint/compiled_constraint.h"
 
@@ -151,29 +152,84 @@ bool Matcher::Complete() const {
   return done;
 }
 
-absl::Status Matcher::ComputeMask(TokenMask* mask) {
-  ConstraintRuntime& rt = constraint_->runtime();
-  if (rt.vocab == nullptr) return absl::FailedPreconditionError("the constraint has no vocabulary");
-  const TokenVocabulary& vocab = *rt.vocab;
-  if (mask->size() != vocab.size()) mask->Reset(vocab.size());
-  else mask->Clear();
-  if (finished_) return absl::OkStatus();
+namespace {
 
-  absl::MutexLock lock(&rt.mu);
-  EarleyParser& p = state_->parser;
+// Does the lexer, from state q, allow every string of the slice's characters (up to its
+// bound) without ending the lexeme? Explored a whole character at a time; gives up
+// (false) rather than explore far.
+bool SliceContains(Lexer& lexer, const TokenSlice& s, Lexer::StateId q) {
+  constexpr size_t kMaxStates = 32;
+  std::vector<Lexer::StateId> frontier = {q}, seen = {q};
+  absl::flat_hash_set<uint64_t> in_char;  // (char DFA state, lexer state) within one character
+  for (uint32_t level = 0;; ++level) {
+    if (s.max_chars != 0 && level == s.max_chars) return true;
+    std::vector<Lexer::StateId> next;
+    for (Lexer::StateId x0 : frontier) {
+      in_char.clear();
+      std::vector<std::pair<uint8_t, Lexer::StateId>> stack = {{0, x0}};
+      while (!stack.empty()) {
+        auto [u, x] = stack.back();
+        stack.pop_back();
+        for (int b = 0; b < 256; ++b) {
+          const uint8_t u2 = s.char_dfa[u][b];
+          if (u2 == TokenSlice::kDead) continue;
+          const Lexer::StateId y = lexer.Next(x, static_cast<uint8_t>(b));
+          if (y == Lexer::kDead) return false;
+          if (u2 == TokenSlice::kAccept) {
+            if (std::find(next.begin(), next.end(), y) == next.end()) next.push_back(y);
+          } else if (in_char.insert((uint64_t{u2} << 32) | y).second) {
+            stack.push_back({u2, y});
+          }
+        }
+      }
+    }
+    if (s.max_chars == 0) {
+      // Unbounded: done when no new state appears.
+      std::vector<Lexer::StateId> fresh;
+      for (Lexer::StateId y : next) {
+        if (std::find(seen.begin(), seen.end(), y) == seen.end()) fresh.push_back(y);
+      }
+      if (fresh.empty()) return true;
+      seen.insert(seen.end(), fresh.begin(), fresh.end());
+      next = std::move(fresh);
+    }
+    if (next.size() > kMaxStates || seen.size() > kMaxStates) return false;
+    frontier = std::move(next);
+  }
+}
+
+int SliceFor(ConstraintRuntime& rt, Lexer::StateId q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rt.mu) {
+  if (rt.slice_of_state.size() <= q) rt.slice_of_state.resize(rt.lexer.num_states() + 64, -2);
+  int8_t& slot = rt.slice_of_state[q];
+  if (slot == -2) {
+    slot = -1;
+    const auto& slices = rt.vocab->slices();
+    for (size_t i = 0; i < slices.size(); ++i) {
+      if (SliceContains(rt.lexer, slices[i], q)) {
+        slot = static_cast<int8_t>(i);
+        break;
+      }
+    }
+  }
+  return slot;
+}
+
+// Sets the bits of the trie's tokens that may come next: a depth-first walk carrying the
+// lexer state (and the parser's row count) per depth, skipping a subtree where the lexer
+// dies and no lexeme can end.
+void WalkTrie(ConstraintRuntime& rt, EarleyParser& p, const TokenTrie& trie, Lexer::StateId start,
+              uint64_t* bits) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rt.mu) {
   Lexer& lexer = rt.lexer;
-  const auto& nodes = vocab.nodes();
-  const auto& depths = vocab.depths();
+  const TokenTrie::Node* nodes = trie.nodes.data();
+  const uint16_t* depths = trie.depths.data();
   const uint32_t base_rows = p.num_rows();
-  // Per depth: the lexer state after the path's bytes, and the parser's row count.
-  std::vector<Lexer::StateId> lex(vocab.max_token_bytes() + 1);
-  std::vector<uint32_t> rows(vocab.max_token_bytes() + 1);
-  lex[0] = state_->lex;
+  std::vector<Lexer::StateId> lex(trie.max_depth + 1);
+  std::vector<uint32_t> rows(trie.max_depth + 1);
+  lex[0] = start;
   rows[0] = base_rows;
-  uint64_t* bits = mask->words().data();
-  const uint32_t n = static_cast<uint32_t>(nodes.size());
+  const uint32_t n = static_cast<uint32_t>(trie.nodes.size());
   for (uint32_t i = 1; i < n;) {
-    const TokenVocabulary::Node node = nodes[i];
+    const TokenTrie::Node node = nodes[i];
     const uint32_t d = depths[i];
     const Lexer::StateId s = lex[d - 1];
     if (p.num_rows() != rows[d - 1]) p.PopTo(rows[d - 1]);
@@ -194,8 +250,31 @@ absl::Status Matcher::ComputeMask(TokenMask* mask) {
     ++i;
   }
   p.PopTo(base_rows);
-  for (auto [node, id] : vocab.duplicate_tokens()) {
-    if (mask->Has(nodes[node].token())) mask->Set(id);
+}
+
+}  // namespace
+
+absl::Status Matcher::ComputeMask(TokenMask* mask) {
+  ConstraintRuntime& rt = constraint_->runtime();
+  if (rt.vocab == nullptr) return absl::FailedPreconditionError("the constraint has no vocabulary");
+  const TokenVocabulary& vocab = *rt.vocab;
+  if (finished_) {
+    mask->Reset(vocab.size());
+    return absl::OkStatus();
+  }
+  absl::MutexLock lock(&rt.mu);
+  EarleyParser& p = state_->parser;
+  const int slice = SliceFor(rt, state_->lex);
+  if (slice >= 0) {
+    *mask = vocab.slices()[slice].tokens;
+    WalkTrie(rt, p, vocab.slices()[slice].rest, state_->lex, mask->words().data());
+  } else {
+    if (mask->size() != vocab.size()) mask->Reset(vocab.size());
+    else mask->Clear();
+    WalkTrie(rt, p, vocab.trie(), state_->lex, mask->words().data());
+  }
+  for (auto [primary, extra] : vocab.duplicate_tokens()) {
+    if (mask->Has(primary)) mask->Set(extra);
   }
   if (CanEnd(rt, p, state_->lex, bytes_consumed_ == 0)) {
     for (int32_t id : vocab.end_of_generation()) mask->Set(id);

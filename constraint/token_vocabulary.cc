@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "constraint/regex.h"
 
 namespace llmserve::constraint {
 
@@ -17,6 +18,93 @@ int32_t TokenMask::Count() const {
 bool TokenVocabulary::IsEndOfGeneration(int32_t id) const {
   return std::find(eog_.begin(), eog_.end(), id) != eog_.end();
 }
+
+TokenTrie TokenTrie::Build(const std::vector<std::string>& bytes, std::vector<int32_t> ids,
+                           std::vector<std::pair<uint32_t, int32_t>>* duplicates) {
+  // std::string orders by unsigned bytes (char_traits<char> compares like memcmp); equal
+  // strings by id, so the first id owns the node and the others are its duplicates.
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return bytes[a] != bytes[b] ? bytes[a] < bytes[b] : a < b;
+  });
+  TokenTrie t;
+  t.nodes.push_back(Node{0, 0});
+  t.depths.push_back(0);
+  std::vector<uint32_t> path = {0};  // node index per depth
+  const std::string* prev = nullptr;
+  for (int32_t id : ids) {
+    const std::string& s = bytes[id];
+    size_t common = 0;
+    if (prev) {
+      while (common < s.size() && common < prev->size() && s[common] == (*prev)[common]) ++common;
+    }
+    while (path.size() > common + 1) {
+      t.nodes[path.back()].subtree_end = static_cast<uint32_t>(t.nodes.size());
+      path.pop_back();
+    }
+    for (size_t i = common; i < s.size(); ++i) {
+      path.push_back(static_cast<uint32_t>(t.nodes.size()));
+      t.nodes.push_back(Node{static_cast<uint8_t>(s[i]), 0});
+      t.depths.push_back(static_cast<uint16_t>(i + 1));
+    }
+    t.max_depth = std::max(t.max_depth, s.size());
+    Node& last = t.nodes[path.back()];
+    if (last.token() < 0) {
+      last.token_plus_one_and_byte = (static_cast<uint32_t>(id + 1) << 8) | last.byte();
+    } else if (duplicates) {
+      duplicates->emplace_back(path.back(), id);
+    }
+    prev = &s;
+  }
+  while (!path.empty()) {
+    t.nodes[path.back()].subtree_end = static_cast<uint32_t>(t.nodes.size());
+    path.pop_back();
+  }
+  return t;
+}
+
+namespace {
+
+// One character from `chars` as a byte DFA (TokenSlice::char_dfa).
+std::vector<std::array<uint8_t, 256>> CharDfa(const std::vector<std::pair<uint32_t, uint32_t>>& chars) {
+  RegexPool pool;
+  RegexId start = pool.CodepointRanges(chars);
+  std::vector<RegexId> states = {start};
+  std::vector<std::array<uint8_t, 256>> dfa;
+  for (size_t i = 0; i < states.size(); ++i) {
+    std::array<uint8_t, 256> row;
+    for (int b = 0; b < 256; ++b) {
+      RegexId d = pool.DerivativeOf(states[i], static_cast<uint8_t>(b));
+      if (d == pool.Nothing()) {
+        row[b] = TokenSlice::kDead;
+      } else if (d == pool.Empty()) {
+        row[b] = TokenSlice::kAccept;
+      } else {
+        auto it = std::find(states.begin(), states.end(), d);
+        row[b] = static_cast<uint8_t>(it - states.begin());
+        if (it == states.end()) states.push_back(d);
+      }
+    }
+    dfa.push_back(row);
+  }
+  return dfa;
+}
+
+// The token is 1..max_chars whole characters of the slice's set.
+bool InSlice(const TokenSlice& s, const std::string& bytes) {
+  uint8_t u = 0;
+  uint32_t chars = 0;
+  for (char c : bytes) {
+    u = s.char_dfa[u][static_cast<uint8_t>(c)];
+    if (u == TokenSlice::kDead) return false;
+    if (u == TokenSlice::kAccept) {
+      ++chars;
+      u = 0;
+    }
+  }
+  return u == 0 && chars > 0 && (s.max_chars == 0 || chars <= s.max_chars);
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<const TokenVocabulary>> TokenVocabulary::Create(VocabularyInput in) {
   const size_t n = in.token_bytes.size();
@@ -33,51 +121,31 @@ absl::StatusOr<std::shared_ptr<const TokenVocabulary>> TokenVocabulary::Create(V
   v->special_ = std::move(in.special);
   v->eog_ = std::move(in.end_of_generation);
 
-  std::vector<int32_t> order;
+  std::vector<int32_t> ids;
   for (size_t id = 0; id < n; ++id) {
-    if (!v->special_[id] && !v->token_bytes_[id].empty()) order.push_back(static_cast<int32_t>(id));
-    v->max_token_bytes_ = std::max(v->max_token_bytes_, v->token_bytes_[id].size());
+    if (v->token_bytes_[id].size() > UINT16_MAX) return absl::InvalidArgumentError("a token is longer than 65535 bytes");
+    if (!v->special_[id] && !v->token_bytes_[id].empty()) ids.push_back(static_cast<int32_t>(id));
   }
-  if (v->max_token_bytes_ > UINT16_MAX) return absl::InvalidArgumentError("a token is longer than 65535 bytes");
-  // std::string orders by unsigned bytes (char_traits<char> compares like memcmp); equal
-  // strings by id, so the first id owns the node and the others are its duplicates.
-  auto less = [&](int32_t a, int32_t b) {
-    const std::string& x = v->token_bytes_[a];
-    const std::string& y = v->token_bytes_[b];
-    return x != y ? x < y : a < b;
-  };
-  std::sort(order.begin(), order.end(), less);
+  std::vector<std::pair<uint32_t, int32_t>> dups;
+  v->trie_ = TokenTrie::Build(v->token_bytes_, ids, &dups);
+  for (auto [node, id] : dups) v->duplicates_.emplace_back(v->trie_.nodes[node].token(), id);
 
-  auto& nodes = v->nodes_;
-  auto& depths = v->depths_;
-  nodes.push_back(Node{0, 0});
-  depths.push_back(0);
-  std::vector<uint32_t> path = {0};  // node index per depth
-  std::string prev;
-  for (int32_t id : order) {
-    const std::string& s = v->token_bytes_[id];
-    size_t common = 0;
-    while (common < s.size() && common < prev.size() && s[common] == prev[common]) ++common;
-    while (path.size() > common + 1) {
-      nodes[path.back()].subtree_end = static_cast<uint32_t>(nodes.size());
-      path.pop_back();
+  // The JSON string body: any character but the quote, the backslash and controls.
+  const std::vector<std::pair<uint32_t, uint32_t>> json_chars = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x10FFFF}};
+  for (uint32_t max_chars : {0u, 16u}) {
+    TokenSlice s;
+    s.name = max_chars ? absl::StrCat("json-string-", max_chars) : "json-string";
+    s.chars = json_chars;
+    s.max_chars = max_chars;
+    s.char_dfa = CharDfa(s.chars);
+    s.tokens.Reset(static_cast<int32_t>(n));
+    std::vector<int32_t> rest;
+    for (int32_t id : ids) {
+      if (InSlice(s, v->token_bytes_[id])) s.tokens.Set(id);
+      else rest.push_back(id);
     }
-    for (size_t i = common; i < s.size(); ++i) {
-      path.push_back(static_cast<uint32_t>(nodes.size()));
-      nodes.push_back(Node{static_cast<uint8_t>(s[i]), 0});
-      depths.push_back(static_cast<uint16_t>(i + 1));
-    }
-    Node& last = nodes[path.back()];
-    if (last.token() < 0) {
-      last.token_plus_one_and_byte = (static_cast<uint32_t>(id + 1) << 8) | last.byte();
-    } else {
-      v->duplicates_.emplace_back(path.back(), id);
-    }
-    prev = s;
-  }
-  while (!path.empty()) {
-    nodes[path.back()].subtree_end = static_cast<uint32_t>(nodes.size());
-    path.pop_back();
+    s.rest = TokenTrie::Build(v->token_bytes_, std::move(rest), nullptr);
+    v->slices_.push_back(std::move(s));
   }
   return std::shared_ptr<const TokenVocabulary>(std::move(v));
 }

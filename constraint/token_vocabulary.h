@@ -2,6 +2,8 @@
 // Built once per tokenizer (at model load) and shared by every compiled constraint.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,18 +39,44 @@ struct VocabularyInput {
   std::vector<int32_t> end_of_generation;  // ids that end generation (allowed where it accepts)
 };
 
-// Immutable; Thread-safe.
-class TokenVocabulary {
- public:
-  // One trie node: the byte that leads to it, its token (or -1), and where its subtree ends
-  // in the depth-first node array (so a dead subtree is skipped in one step).
+// A depth-first token trie laid flat: skipping a dead subtree is one jump.
+struct TokenTrie {
+  // One node: the byte that leads to it, its token (or -1), and where its subtree ends.
   struct Node {
     uint32_t token_plus_one_and_byte;  // (token + 1) << 8 | byte
     uint32_t subtree_end;               // index one past this node's last descendant
     uint8_t byte() const { return token_plus_one_and_byte & 0xFF; }
     int32_t token() const { return static_cast<int32_t>(token_plus_one_and_byte >> 8) - 1; }
   };
+  std::vector<Node> nodes;        // nodes[0] is the root (no byte)
+  std::vector<uint16_t> depths;   // node -> depth (root 0)
+  size_t max_depth = 0;
 
+  // Builds the trie of `ids` (bytes non-empty). Tokens with the same bytes share the
+  // first one's node; the others are duplicates, appended to `duplicates` as (node, id).
+  static TokenTrie Build(const std::vector<std::string>& bytes, std::vector<int32_t> ids,
+                         std::vector<std::pair<uint32_t, int32_t>>* duplicates);
+};
+
+// A slice: the tokens made only of whole characters from one set, at most max_chars of
+// them (0: any number). Where the lexer provably allows every string of such characters
+// (up to the bound) without ending a lexeme, the mask is the slice's precomputed tokens
+// plus a walk of the other tokens' (much smaller) trie. The JSON string body is the slice
+// that matters: inside a free string almost every token is allowed.
+struct TokenSlice {
+  std::string name;
+  std::vector<std::pair<uint32_t, uint32_t>> chars;  // code point ranges
+  uint32_t max_chars = 0;
+  TokenMask tokens;   // the slice's tokens
+  TokenTrie rest;     // every other non-special token
+  // One character of the set as a byte DFA: state 0 starts a character, kAccept ends one.
+  static constexpr uint8_t kDead = 0xFF, kAccept = 0xFE;
+  std::vector<std::array<uint8_t, 256>> char_dfa;
+};
+
+// Immutable; Thread-safe.
+class TokenVocabulary {
+ public:
   static absl::StatusOr<std::shared_ptr<const TokenVocabulary>> Create(VocabularyInput input);
 
   int32_t size() const { return static_cast<int32_t>(token_bytes_.size()); }
@@ -57,21 +85,20 @@ class TokenVocabulary {
   const std::vector<int32_t>& end_of_generation() const { return eog_; }
   bool IsEndOfGeneration(int32_t id) const;
 
-  // Depth-first trie of the non-special, non-empty tokens. nodes()[0] is the root (no byte).
-  const std::vector<Node>& nodes() const { return nodes_; }
-  const std::vector<uint16_t>& depths() const { return depths_; }  // node -> depth (root 0)
-  // Tokens with the same bytes as another token share its node; the extra ids are here.
-  const std::vector<std::pair<uint32_t, int32_t>>& duplicate_tokens() const { return duplicates_; }
-  size_t max_token_bytes() const { return max_token_bytes_; }
+  // The trie of the non-special, non-empty tokens.
+  const TokenTrie& trie() const { return trie_; }
+  // Tokens with the same bytes as another token share its node; the extra ids are here,
+  // as (primary token, extra id).
+  const std::vector<std::pair<int32_t, int32_t>>& duplicate_tokens() const { return duplicates_; }
+  const std::vector<TokenSlice>& slices() const { return slices_; }
 
  private:
   std::vector<std::string> token_bytes_;
   std::vector<bool> special_;
   std::vector<int32_t> eog_;
-  std::vector<Node> nodes_;
-  std::vector<uint16_t> depths_;
-  std::vector<std::pair<uint32_t, int32_t>> duplicates_;  // (node, extra token id), by node
-  size_t max_token_bytes_ = 0;
+  TokenTrie trie_;
+  std::vector<std::pair<int32_t, int32_t>> duplicates_;
+  std::vector<TokenSlice> slices_;
 };
 
 }  // namespace llmserve::constraint
