@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -150,7 +151,10 @@ class Parser {
   absl::Status status_;
   std::vector<UserRule> rules_;
   absl::flat_hash_map<std::string, size_t> rule_index_;  // name -> rules_ index
+  // Lexemes already made, so that repeated terminals skip building their expressions.
   absl::flat_hash_map<uint32_t, Symbol> codepoint_symbols_;
+  absl::flat_hash_map<std::string, Symbol> class_symbols_;  // by the class's text
+  std::optional<Symbol> any_codepoint_;
   uint32_t fresh_ = 0;
   uint64_t repeated_symbols_ = 0;  // copies made by {m,...}, bounded before they are made
 };
@@ -191,7 +195,7 @@ bool Parser::Fail(absl::StatusCode code, std::string_view what, size_t at) {
 bool Parser::BuilderOk(size_t at) {
   const absl::Status& s = b_.status();
   if (s.ok()) return true;
-  return Fail(s.code(), absl::StrCat(s.message(), " (GBNF)"), at);
+  return Fail(s.code(), std::string(s.message().data(), s.message().size()), at);
 }
 
 NonterminalId Parser::Reference(std::string_view name, size_t at) {
@@ -327,7 +331,8 @@ bool Parser::ParseSequence(const std::string& rule, bool nested, uint32_t depth,
     } else if (c == '.') {
       ++pos_;
       item = seq->size();
-      seq->push_back(b_.LexemeSymbol(b_.regex().AnyCodepoint()));
+      if (!any_codepoint_) any_codepoint_ = b_.LexemeSymbol(b_.regex().AnyCodepoint());
+      seq->push_back(*any_codepoint_);
     } else if (c == '*' || c == '+' || c == '?' || c == '{') {
       if (item == std::string::npos) {
         return Syntax(absl::StrFormat("expected an item before '%c'", c), at);
@@ -385,10 +390,15 @@ bool Parser::ParseClass(std::vector<Symbol>* seq) {
     ranges.push_back({lo, hi});
   }
   if (ranges.empty()) return Syntax("empty character class", start);
-  if (negated) ranges = Complement(std::move(ranges));
-  // Surrogates are clipped from the ranges; a class of nothing else matches nothing, and
-  // GrammarBuilder::Build drops what depends on it.
-  seq->push_back(b_.LexemeSymbol(b_.regex().CodepointRanges(ranges)));
+  std::string source(text_.substr(start, pos_ - start));
+  auto it = class_symbols_.find(source);
+  if (it == class_symbols_.end()) {
+    if (negated) ranges = Complement(std::move(ranges));
+    // Surrogates are clipped from the ranges; a class of nothing else matches nothing, and
+    // GrammarBuilder::Build drops what depends on it.
+    it = class_symbols_.emplace(std::move(source), b_.LexemeSymbol(b_.regex().CodepointRanges(ranges))).first;
+  }
+  seq->push_back(it->second);
   return true;
 }
 
