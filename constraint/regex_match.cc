@@ -6,6 +6,7 @@
 // repetitions cost per level, not multiplied). A counted repetition steps its child's
 // end sets count by count: exactly up to min, then breadth-first with a visited set (a
 // position reached with fewer repetitions dominates the same one reached with more).
+#include <bit>
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
@@ -38,7 +39,7 @@ class Matcher {
   template <typename F>
   static void ForEach(const Set& s, F f) {
     for (size_t w = 0; w < s.size(); ++w) {
-      for (uint64_t bits = s[w]; bits; bits &= bits - 1) f(w * 64 + __builtin_ctzll(bits));
+      for (uint64_t bits = s[w]; bits; bits &= bits - 1) f(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
     }
   }
 

@@ -107,6 +107,9 @@ size_t DecodeUtf8(std::string_view s, std::vector<uint32_t>* cps, std::vector<si
   return std::string_view::npos;
 }
 
+// Debian's absl::string_view is its own type: absl::StrCat needs the conversion.
+absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 bool IsAsciiLetter(uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsDigit(uint32_t c) { return c >= '0' && c <= '9'; }
 int HexValue(uint32_t c) {
@@ -164,11 +167,11 @@ class Parser {
 
   // "regex: <before><offset><after>".
   absl::Status Invalid(size_t index, std::string_view before, std::string_view after = "") const {
-    return absl::InvalidArgumentError(absl::StrCat("regex: ", before, Offset(index), after));
+    return absl::InvalidArgumentError(absl::StrCat("regex: ", Av(before), Offset(index), Av(after)));
   }
   absl::Status Unsupported(size_t index, std::string_view construct) const {
     return absl::InvalidArgumentError(
-        absl::StrCat("regex: ", construct, " at offset ", Offset(index), " is not supported"));
+        absl::StrCat("regex: ", Av(construct), " at offset ", Offset(index), " is not supported"));
   }
 
   absl::StatusOr<Ast> ParseAlternation() {
@@ -234,8 +237,8 @@ class Parser {
   }
 
   // A quantifier starting at `at`: * + ? {n} {n,} {n,m}. A `{` that starts none of these
-  // is a literal (as in both ECMA-262 Annex B and Python), except {,m}, which they read
-  // differently.
+  // is a literal (as in both ECMA-262 Annex B and Python), except {,m} and {,}, which
+  // Python reads as {0,m} and {0,}.
   Quantifier QuantifierAt(size_t at) const {
     Quantifier q;
     if (at >= cps_.size()) return q;
@@ -264,7 +267,8 @@ class Parser {
     if (!has_lo) {
       if (i < cps_.size() && cps_[i] == ',') {
         ++i;
-        if (number(&hi) && i < cps_.size() && cps_[i] == '}') q.form = Quantifier::Form::kAmbiguous;
+        number(&hi);
+        if (i < cps_.size() && cps_[i] == '}') q.form = Quantifier::Form::kAmbiguous;
       }
       return q;
     }
@@ -627,7 +631,7 @@ class Resolver {
   static absl::Status Misplaced(char anchor, size_t offset, std::string_view end) {
     return absl::InvalidArgumentError(absl::StrCat(
         "regex: anchor ", std::string(1, anchor), " at offset ", offset,
-        " is not supported (only at the ", end, " of the pattern or of a top-level alternative)"));
+        " is not supported (only at the ", Av(end), " of the pattern or of a top-level alternative)"));
   }
 
   // In search mode: `.*` before an unanchored start, after an unanchored end.
