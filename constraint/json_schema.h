@@ -1,17 +1,24 @@
 // JSON Schema -> Grammar.
 //
 // Supported (everything else that constrains is an error naming the keyword and its JSON
-// pointer path; annotations such as title, description, examples, $comment, default are
-// ignored):
+// pointer path; annotations such as title, description, examples, $comment, default, and
+// names that are not keywords of the schema's draft, such as x-... or OpenAPI's
+// "nullable", are ignored, as validators ignore them):
 //   type (one or a list), enum, const, anyOf, oneOf (as anyOf only where the alternatives
-//   are provably disjoint, else an error), allOf (by merging schemas), $ref / $defs /
-//   definitions (local JSON pointers, recursion), properties, required,
-//   additionalProperties (default true), patternProperties (disjoint from properties),
-//   items, prefixItems (and the draft-4 array form of items with additionalItems),
-//   minItems, maxItems, minLength, maxLength, pattern, format (date-time, date, time,
-//   uuid, email, ipv4, ipv6, uri, hostname, duration), minimum, maximum,
-//   exclusiveMinimum, exclusiveMaximum (numbers and draft-4 booleans), nullable forms
-//   (type lists with "null", OpenAPI "nullable": true).
+//   are provably disjoint, else an error), allOf and siblings of $ref/anyOf/oneOf (by
+//   merging schemas), not (of types, of required), $ref / $defs / definitions (local
+//   JSON pointers and anchors, recursion), properties, required, additionalProperties
+//   (default true), patternProperties (one pattern, with additionalProperties false),
+//   minProperties / maxProperties (when every named property is required, or the "one
+//   of these" forms), items, prefixItems (and the draft-4 array form of items with
+//   additionalItems), minItems, maxItems, uniqueItems (only with maxItems <= 1),
+//   minLength, maxLength, pattern, format (date-time, date, time, uuid, email, ipv4,
+//   ipv6, uri, hostname, duration; other formats are errors), minimum, maximum,
+//   exclusiveMinimum, exclusiveMaximum (numbers and draft-4 booleans), multipleOf (only
+//   what makes an integer). There is no regex intersection: a pattern or format with
+//   length bounds only where the pattern's own lengths satisfy them, two patterns or
+//   formats on one string only for const/enum values (each is checked). Drafts 4 to 7
+//   ignore the siblings of $ref, as those drafts say.
 //
 // Semantics follow llguidance's documented choices where JSON Schema leaves the output's
 // shape open: properties come out in the order of `properties` (then `required` names not

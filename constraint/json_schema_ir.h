@@ -56,6 +56,8 @@ struct StringSchema {
   std::optional<uint64_t> max_length;
   std::vector<StringRegex> regexes;        // all must match
   std::optional<std::vector<std::string>> literals;  // const/enum: the only values allowed
+  // `literals` is the intersection of two const/enum lists (see Disjoint).
+  bool literals_merged = false;
   std::string length_path;                 // where minLength/maxLength were (for errors)
 };
 
@@ -145,8 +147,8 @@ class Context {
   // The document node a normalized reference points at.
   absl::StatusOr<const Json*> Lookup(const std::string& ref) const;
   // The compiled schema for a reference, compiling it now if needed (`depth`: nesting).
-  // FAILED_PRECONDITION-free: a reference met again while it is being compiled (recursion
-  // through siblings of $ref or allOf) is INVALID_ARGUMENT.
+  // A reference needed again while it is being compiled (recursion through an allOf or
+  // siblings of $ref, which would have to be merged with itself) is INVALID_ARGUMENT.
   absl::StatusOr<SchemaPtr> Resolve(const std::string& ref, uint32_t depth);
   // Notes that the reference is used (compiled later by CompilePending, so reference chains
   // cost no stack).

@@ -16,7 +16,7 @@ build_dir="${BUILD_DIR:-build-fuzz}"
 seconds="${FUZZ_SECONDS:-60}"
 jobs="${FUZZ_JOBS:-$(nproc)}"
 assets="${LLMSERVE_TEST_ASSETS:-../shared}"
-all=(gguf hf_model llama2c llama2c_tokenizer tokenizer_json chat_template request openai_request http_request gbnf regex_parser)
+all=(gguf hf_model llama2c llama2c_tokenizer tokenizer_json chat_template request openai_request http_request gbnf regex_parser json_schema)
 targets=("$@")
 [ "${#targets[@]}" -gt 0 ] || targets=("${all[@]}")
 
