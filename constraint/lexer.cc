@@ -9,6 +9,9 @@ namespace llmserve::constraint {
 Lexer::Lexer(Grammar* grammar, uint32_t max_states)
     : grammar_(grammar), pool_(grammar->regex), max_states_(max_states) {
   ComputeByteClasses();
+  states_.reserve(1024);
+  table_.reserve(size_t{1024} * num_classes_);
+  derivative_.reserve(4096);
   states_.push_back(State{});  // dead
   table_.assign(num_classes_, kDead);
   accepting_set_of_.emplace(std::vector<LexemeId>{}, 0);
@@ -16,27 +19,30 @@ Lexer::Lexer(Grammar* grammar, uint32_t max_states)
 
 void Lexer::ComputeByteClasses() {
   // Bytes are equivalent when every byte set in the expressions has both or neither.
-  // Refine the partition by each distinct set.
-  std::array<uint32_t, 256> sig{};  // current class of each byte
-  uint32_t next_sig = 1;
+  // Refine the partition by each distinct set: (old class, in set) -> new class.
+  std::array<uint16_t, 256> cls{};
+  std::array<uint16_t, 512> split;
   for (size_t id = 0; id < pool_.size(); ++id) {
     const RegexNode& n = pool_.node(static_cast<RegexId>(id));
     if (n.kind != RegexKind::kBytes) continue;
-    absl::flat_hash_map<std::pair<uint32_t, bool>, uint32_t> split;
+    split.fill(UINT16_MAX);
+    uint16_t next = 0;
     for (int b = 0; b < 256; ++b) {
-      auto key = std::make_pair(sig[b], n.bytes.Has(static_cast<uint8_t>(b)));
-      auto [it, fresh] = split.try_emplace(key, next_sig);
-      if (fresh) ++next_sig;
-      sig[b] = it->second;
+      uint16_t& slot = split[cls[b] * 2 + (n.bytes.Has(static_cast<uint8_t>(b)) ? 1 : 0)];
+      if (slot == UINT16_MAX) slot = next++;
+      cls[b] = slot;
     }
   }
-  absl::flat_hash_map<uint32_t, uint8_t> dense;
+  for (int b = 0; b < 256; ++b) class_of_[b] = static_cast<uint8_t>(cls[b]);
+  std::array<bool, 256> seen{};
   for (int b = 0; b < 256; ++b) {
-    auto [it, fresh] = dense.try_emplace(sig[b], static_cast<uint8_t>(dense.size()));
-    if (fresh) class_rep_[it->second] = static_cast<uint8_t>(b);
-    class_of_[b] = it->second;
+    if (!seen[cls[b]]) {
+      seen[cls[b]] = true;
+      class_rep_[cls[b]] = static_cast<uint8_t>(b);
+    }
   }
-  num_classes_ = static_cast<int>(dense.size());
+  num_classes_ = 0;
+  for (int b = 0; b < 256; ++b) num_classes_ = std::max(num_classes_, static_cast<int>(cls[b]) + 1);
 }
 
 RegexId Lexer::Derive(RegexId re, uint8_t b) {

@@ -42,6 +42,10 @@ class Lexer {
   uint32_t AcceptingSetId(StateId s) const { return states_[s].accepting_set; }
   // Some byte leads out of s to a live state.
   bool CanContinue(StateId s);
+  // The (lexeme, expression) pairs of s, and the state of the k-th pair alone: a string
+  // that keeps one pair alive keeps the whole state alive.
+  size_t NumPairs(StateId s) const { return states_[s].items.size(); }
+  StateId Single(StateId s, size_t k) { return Intern({states_[s].items[k]}); }
 
   size_t num_states() const { return states_.size(); }
   int num_classes() const { return num_classes_; }

@@ -26,6 +26,10 @@ class ConstraintRuntime;  // compiled_constraint.h
 struct ConstraintLimits {
   uint32_t max_dfa_states = 200'000;  // lexer states built lazily, per compiled constraint
   uint32_t max_earley_items = 2'000'000;  // live items of one matcher
+  // Full trie walks that visited at least walk_cache_min_nodes are remembered per lexer
+  // state (a token mask each, ~16 KB for a 128k vocabulary), up to walk_cache_entries.
+  uint32_t walk_cache_entries = 256;
+  uint32_t walk_cache_min_nodes = 4096;
 };
 
 // A grammar bound to a vocabulary, with the lazily built lexer and mask caches that every

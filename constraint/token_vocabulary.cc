@@ -62,6 +62,64 @@ TokenTrie TokenTrie::Build(const std::vector<std::string>& bytes, std::vector<in
   return t;
 }
 
+TokenTrie TokenTrie::Without(const TokenMask& drop) const {
+  const size_t n = nodes.size();
+  // keep[i]: node i has a token not dropped, at itself or below.
+  std::vector<uint8_t> keep(n, 0);
+  std::vector<uint32_t> parent(n, 0), path = {0};
+  for (uint32_t i = 1; i < n; ++i) {
+    path.resize(depths[i]);
+    parent[i] = path.back();
+    path.push_back(i);
+  }
+  keep[0] = 1;
+  for (uint32_t i = static_cast<uint32_t>(n); i-- > 1;) {
+    const int32_t tok = nodes[i].token();
+    if (tok >= 0 && !drop.Has(tok)) keep[i] = 1;
+    if (keep[i]) keep[parent[i]] = 1;
+  }
+  std::vector<uint32_t> new_index(n + 1, 0);  // kept nodes before old index i
+  for (size_t i = 0; i < n; ++i) new_index[i + 1] = new_index[i] + keep[i];
+  TokenTrie t;
+  t.nodes.reserve(new_index[n]);
+  t.depths.reserve(new_index[n]);
+  for (size_t i = 0; i < n; ++i) {
+    if (!keep[i]) continue;
+    Node node = nodes[i];
+    const int32_t tok = node.token();
+    if (tok >= 0 && drop.Has(tok)) node.token_plus_one_and_byte = node.byte();
+    node.subtree_end = new_index[nodes[i].subtree_end];
+    t.nodes.push_back(node);
+    t.depths.push_back(depths[i]);
+    t.max_depth = std::max<size_t>(t.max_depth, depths[i]);
+  }
+  return t;
+}
+
+std::shared_ptr<const ByteSlice> TokenVocabulary::SliceOfBytes(const std::array<uint64_t, 4>& bytes) const {
+  {
+    absl::MutexLock lock(&byte_slices_mu_);
+    auto it = byte_slices_.find(bytes);
+    if (it != byte_slices_.end()) return it->second;
+    if (byte_slices_.size() >= kMaxByteSlices) return nullptr;
+  }
+  auto slice = std::make_shared<ByteSlice>();
+  slice->tokens.Reset(size());
+  auto in_set = [&](uint8_t b) { return (bytes[b >> 6] >> (b & 63)) & 1; };
+  for (int32_t id = 0; id < size(); ++id) {
+    if (special_[id] || token_bytes_[id].empty()) continue;
+    bool all = true;
+    for (char ch : token_bytes_[id]) {
+      if (!in_set(static_cast<uint8_t>(ch))) { all = false; break; }
+    }
+    if (all) slice->tokens.Set(id);
+  }
+  slice->rest = trie_.Without(slice->tokens);
+  absl::MutexLock lock(&byte_slices_mu_);
+  auto [it, fresh] = byte_slices_.try_emplace(bytes, std::move(slice));
+  return it->second;
+}
+
 namespace {
 
 // One character from `chars` as a byte DFA (TokenSlice::char_dfa).

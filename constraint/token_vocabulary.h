@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace llmserve::constraint {
 
@@ -56,6 +58,15 @@ struct TokenTrie {
   // first one's node; the others are duplicates, appended to `duplicates` as (node, id).
   static TokenTrie Build(const std::vector<std::string>& bytes, std::vector<int32_t> ids,
                          std::vector<std::pair<uint32_t, int32_t>>* duplicates);
+  // This trie without the tokens in `drop` (and the nodes left with no token below).
+  TokenTrie Without(const TokenMask& drop) const;
+};
+
+// The tokens made only of bytes from one set, and the trie of all the others: where a
+// lexer state loops on exactly those bytes, every such token keeps it where it is.
+struct ByteSlice {
+  TokenMask tokens;
+  TokenTrie rest;
 };
 
 // A slice: the tokens made only of whole characters from one set, at most max_chars of
@@ -91,6 +102,10 @@ class TokenVocabulary {
   // as (primary token, extra id).
   const std::vector<std::pair<int32_t, int32_t>>& duplicate_tokens() const { return duplicates_; }
   const std::vector<TokenSlice>& slices() const { return slices_; }
+  // The ByteSlice of a byte set (256 bits), built on first use and kept for every
+  // constraint on this vocabulary; null once kMaxByteSlices sets are kept. Thread-safe.
+  static constexpr size_t kMaxByteSlices = 256;
+  std::shared_ptr<const ByteSlice> SliceOfBytes(const std::array<uint64_t, 4>& bytes) const;
 
  private:
   std::vector<std::string> token_bytes_;
@@ -99,6 +114,9 @@ class TokenVocabulary {
   TokenTrie trie_;
   std::vector<std::pair<int32_t, int32_t>> duplicates_;
   std::vector<TokenSlice> slices_;
+  mutable absl::Mutex byte_slices_mu_;
+  mutable absl::flat_hash_map<std::array<uint64_t, 4>, std::shared_ptr<const ByteSlice>> byte_slices_
+      ABSL_GUARDED_BY(byte_slices_mu_);
 };
 
 }  // namespace llmserve::constraint

@@ -73,8 +73,9 @@ int RunBench(const Tokenizer& tok, std::shared_ptr<const constraint::TokenVocabu
     const auto& r = results.back();
     if (list.is_open()) {
       int64_t max_mask = r.mask_us.empty() ? 0 : *std::max_element(r.mask_us.begin(), r.mask_us.end());
+      const auto slow = std::count_if(r.mask_us.begin(), r.mask_us.end(), [](int64_t us) { return us > 500; });
       list << r.file << "\t" << llmgrammar::OutcomeName(r.outcome) << "\t" << r.ttfm_us << "\t" << max_mask
-           << "\t" << r.detail << "\n";
+           << "\t" << r.mask_us.size() << "\t" << slow << "\t" << r.detail << "\n";
     }
   }
   std::printf("%s", llmgrammar::SummaryTable(results).c_str());
@@ -89,7 +90,9 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_tokenizer).empty()) return Fail(absl::InvalidArgumentError("--tokenizer is required"));
   auto tok = LoadTokenizer(absl::GetFlag(FLAGS_tokenizer));
   if (!tok.ok()) return Fail(tok.status());
-  auto vocab = ConstraintVocabulary(**tok);
+  std::vector<int32_t> eos;
+  if ((*tok)->eos_id() >= 0) eos.push_back((*tok)->eos_id());
+  auto vocab = ConstraintVocabulary(**tok, eos);
   if (!vocab.ok()) return Fail(vocab.status());
   if (!absl::GetFlag(FLAGS_bench).empty()) return RunBench(**tok, *vocab);
 
