@@ -251,6 +251,33 @@ def http_request_seeds():
         for cut in (0, 7):
             yield "%d_%s" % (cut, name), bytes([cut]) + raw
 
+# Seeds for the constraint compilers' fuzzers (GBNF, JSON Schema, regex), written as text.
+CONSTRAINT_SEEDS = {
+    'gbnf': {
+        'arithmetic.gbnf': b'root ::= (expr "=" num "\\n")+\nexpr ::= expr [-+] term | term\nterm ::= term [*/] factor | factor\nfactor ::= num | "(" expr ")"\nnum ::= [0-9]+\n',
+        'json.gbnf': b'# A JSON value, in the manner of llama.cpp\'s grammars/json.gbnf\nroot    ::= ws value ws\nvalue   ::= object | array | string | number | "true" | "false" | "null"\nobject  ::= "{" ws ( member ( "," ws member )* )? "}"\nmember  ::= string ws ":" ws value ws\narray   ::= "[" ws ( value ws ( "," ws value ws )* )? "]"\nstring  ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" ( ["\\\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\\""\nnumber  ::= "-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\nws      ::= [ \\t\\n]{0,10}\n',
+        'list_crlf.gbnf': b'root ::= line{1,3}\r\nline ::= "- " [^\\r\\n\\u2028]+ "\\n" # a list item\r\n',
+        'repetition.gbnf': b'root ::= ("0x" [A-F0-9]{2} " "?){3,5} [ab]{4,} "c"* "d"+ "e"? ("f" "g"){0} ( [x]* )*\n',
+        'unicode.gbnf': b'root ::= greeting (" " name)? "!"* .\ngreeting ::= "\xe3\x81\x93\xe3\x82\x93\xe3\x81\xab\xe3\x81\xa1\xe3\x81\xaf" | "\\u4F60\\u597D" | "\\U0001F600"\nname ::= [\xe3\x81\x81-\xe3\x82\x9fA-Za-z-]{1,8} | (\n  "x" |\n  "y"\n)\n',
+    },
+    'json_schema': {
+        'applicators.json': b'{"anyOf": [{"type": "string", "pattern": "^[a-z]+$"}, {"type": "null"}, {"enum": [1, "two", [3], {"four": 4}]}], "allOf": [{"not": {"type": "boolean"}}]}',
+        'draft4_tuple.json': b'{"$schema": "http://json-schema.org/draft-04/schema#", "type": "array", "items": [{"type": "integer", "minimum": 1, "exclusiveMinimum": true}, {"type": "string", "format": "uuid"}], "additionalItems": false, "minItems": 1}',
+        'object.json': b'{"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 150}, "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3}}, "required": ["name"]}',
+        'one_of.json': b'{"oneOf": [{"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]}, {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"format": "date-time", "type": "string"}}, "required": ["kind"]}]}',
+        'pattern_properties.json': b'{"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": false, "minProperties": 1}',
+        'recursive.json': b'{"$defs": {"node": {"type": "object", "properties": {"value": {"type": "number"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "additionalProperties": false}}, "$ref": "#/$defs/node"}',
+    },
+    'regex_parser': {
+        'datetime': b'(?<year>\\d{4})-(?:0[1-9]|1[0-2])-\\d{2}T[^\\n]*?(Z|[+-]\\d\\d:\\d\\d)',
+        'edges': b'((a|b)*c){1,3}?|x{2}y{,}|[]-a]|(?=no)',
+        'email': b'^[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\\.[a-zA-Z0-9-.]+$',
+        'escapes': b'[\\u0000-\\u001f"\\\\/]+\\uD83D\\uDE00|\\u{1F600}{2,3}|[^\\x00-\\x7f]?.',
+        'number': b'-?(0|[1-9]\\d*)(\\.\\d+)?([eE][+-]?\\d+)?',
+        'words': b'^$|(^(?:\\S+\\s+){0,9}\\S+$)',
+    },
+}
+
 
 def main():
     if os.path.isdir(OUT):
@@ -279,6 +306,10 @@ def main():
     for name, blob in http_request_seeds():
         with open(out_path("http_request", name), "wb") as f:
             f.write(blob)
+    for target, files in CONSTRAINT_SEEDS.items():
+        for name, blob in files.items():
+            with open(out_path(target, name), "wb") as f:
+                f.write(blob)
     total = 0
     for d, _, files in os.walk(OUT):
         total += sum(os.path.getsize(os.path.join(d, n)) for n in files)
