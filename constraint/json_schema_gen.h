@@ -11,6 +11,8 @@
 // alternative), and refuses the grammar only if the document itself admits nothing.
 #pragma once
 
+#include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,16 @@
 #include "constraint/regex_parser.h"
 
 namespace llmserve::constraint::json_schema {
+
+// What the string tries of one generator have lowered (json_schema_strings.cc).
+struct TrieMemo {
+  // A subtree (terminal, then each child's code point and subtree id) -> its id.
+  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> shapes;
+  absl::flat_hash_map<uint32_t, RegexId> values, others;  // subtree id -> regex
+  absl::flat_hash_map<std::vector<std::pair<uint32_t, uint32_t>>, RegexId> classes;  // code points -> regex
+  std::array<std::optional<RegexId>, 128> ascii;  // one ASCII code point -> regex
+  std::optional<RegexId> any_string;
+};
 
 class Generator {
  public:
@@ -83,6 +95,11 @@ class Generator {
   absl::flat_hash_map<std::pair<std::string, bool>, RegexId> pattern_cache_;
   std::optional<Symbol> any_[2];
   std::optional<RegexId> json_char_;
+  // Memos of the string tokens (json_schema_strings.cc): building one again would only
+  // find interned nodes, so they return the id the pool would.
+  TrieMemo trie_memo_;
+  absl::flat_hash_map<std::vector<std::string>, RegexId> one_of_cache_;
+  absl::flat_hash_map<std::vector<std::string>, RegexId> none_of_cache_;
   std::string unsat_reason_;
 };
 

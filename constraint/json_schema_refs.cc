@@ -104,7 +104,9 @@ Context::Context(const Json* root, uint32_t max_depth) : root_(root), max_depth_
     ++visited;
     if (n->is_object()) {
       if (n->contains("$anchor") && (*n)["$anchor"].is_string()) {
-        anchors_.emplace("#" + (*n)["$anchor"].get<std::string>(), n);
+        std::string anchor = "#";
+        anchor += (*n)["$anchor"].get_ref<const std::string&>();
+        anchors_.emplace(std::move(anchor), n);
       }
       for (const char* key : {"$id", "id"}) {
         if (n->contains(key) && (*n)[key].is_string()) {

@@ -17,6 +17,7 @@
 // or stops at a node that does not end a name).
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -51,20 +52,6 @@ CharRegex Class(std::vector<std::pair<uint32_t, uint32_t>> ranges) {
   return r;
 }
 
-CharRegex Node(CharRegex::Kind kind, std::vector<CharRegex> children) {
-  CharRegex r;
-  r.kind = kind;
-  r.children = std::move(children);
-  return r;
-}
-
-CharRegex AnyString() {
-  CharRegex r = Node(CharRegex::Kind::kRepeat, {Class({{0, kMaxCodepoint}})});
-  r.min = 0;
-  r.max = RegexPool::kUnbounded;
-  return r;
-}
-
 struct Trie {
   struct TrieNode {
     bool terminal = false;
@@ -87,29 +74,8 @@ struct Trie {
     depth = std::max(depth, cps.size());
   }
 
-  // The values in the trie, from node n.
-  CharRegex Values(uint32_t n) const {
-    std::vector<CharRegex> chain;
-    // A run of single-child, non-terminal nodes is one flat concatenation.
-    while (!nodes[n].terminal && nodes[n].children.size() == 1) {
-      auto [cp, child] = *nodes[n].children.begin();
-      chain.push_back(Class({{cp, cp}}));
-      n = child;
-    }
-    std::vector<CharRegex> alts;
-    if (nodes[n].terminal) alts.push_back(CharRegex{});
-    for (auto [cp, child] : nodes[n].children) {
-      alts.push_back(Node(CharRegex::Kind::kConcat, {Class({{cp, cp}}), Values(child)}));
-    }
-    chain.push_back(alts.size() == 1 ? std::move(alts[0]) : Node(CharRegex::Kind::kAlt, std::move(alts)));
-    return chain.size() == 1 ? std::move(chain[0]) : Node(CharRegex::Kind::kConcat, std::move(chain));
-  }
-
-  // The strings not in the trie, as continuations of node n.
-  CharRegex Others(uint32_t n) const {
-    std::vector<CharRegex> alts;
-    if (!nodes[n].terminal) alts.push_back(CharRegex{});  // stop here: not a value
-    // A code point no value continues with, then anything.
+  // The code points no value continues with at node n.
+  std::vector<std::pair<uint32_t, uint32_t>> Gaps(uint32_t n) const {
     std::vector<std::pair<uint32_t, uint32_t>> gaps;
     uint32_t next = 0;
     for (const auto& [cp, _] : nodes[n].children) {
@@ -117,13 +83,113 @@ struct Trie {
       next = cp + 1;
     }
     if (next <= kMaxCodepoint) gaps.push_back({next, kMaxCodepoint});
-    if (!gaps.empty()) alts.push_back(Node(CharRegex::Kind::kConcat, {Class(std::move(gaps)), AnyString()}));
-    for (auto [cp, child] : nodes[n].children) {
-      alts.push_back(Node(CharRegex::Kind::kConcat, {Class({{cp, cp}}), Others(child)}));
-    }
-    if (alts.empty()) return Node(CharRegex::Kind::kNothing, {});
-    return alts.size() == 1 ? std::move(alts[0]) : Node(CharRegex::Kind::kAlt, std::move(alts));
+    return gaps;
   }
+};
+
+// The tries as byte regexes (kJsonString), built straight in the pool, node by node:
+//  - Values(n), the values from node n: a run of single-child non-terminal nodes as one
+//    concatenation of their code points, then the alternatives (empty if n ends a value,
+//    and each child's code point followed by Values(child));
+//  - Others(n), the strings that are not values, continuing from n: empty if n does not
+//    end a value, a code point no value continues with followed by any string, and each
+//    child's code point followed by Others(child).
+// Pool calls are made children first, left to right (as LowerRegex would for the same
+// expression as a CharRegex). Both depend only on the subtree at n, so they are
+// remembered per distinct subtree (TrieMemo, shared by all the tries of one generator),
+// as is each lowered code point class: building one again would only find the nodes
+// already interned, so the remembered id is the one the pool would return (the caller
+// checks the pool's status at the end).
+class TrieLowerer {
+ public:
+  TrieLowerer(const Trie& trie, RegexPool& pool, TrieMemo& memo) : trie_(trie), pool_(pool), memo_(memo) {
+    // Subtree ids, children first (a child is added to the trie after its parent).
+    shape_.resize(trie.nodes.size());
+    std::vector<uint32_t> key;
+    for (size_t n = trie.nodes.size(); n-- > 0;) {
+      key.clear();
+      key.push_back(trie.nodes[n].terminal ? 1 : 0);
+      for (auto [cp, child] : trie.nodes[n].children) {
+        key.push_back(cp);
+        key.push_back(shape_[child]);
+      }
+      shape_[n] = memo_.shapes.try_emplace(key, static_cast<uint32_t>(memo_.shapes.size())).first->second;
+    }
+  }
+
+  RegexId Values(uint32_t n) {
+    if (auto it = memo_.values.find(shape_[n]); it != memo_.values.end()) return it->second;
+    const uint32_t start = n;
+    std::vector<RegexId> chain;
+    while (!trie_.nodes[n].terminal && trie_.nodes[n].children.size() == 1) {
+      auto [cp, child] = *trie_.nodes[n].children.begin();
+      chain.push_back(Single(cp));
+      n = child;
+    }
+    std::vector<RegexId> alts;
+    if (trie_.nodes[n].terminal) alts.push_back(pool_.Empty());
+    for (auto [cp, child] : trie_.nodes[n].children) {
+      const RegexId head = Single(cp);
+      const RegexId rest = Values(child);
+      alts.push_back(pool_.Concat({head, rest}));
+    }
+    chain.push_back(alts.size() == 1 ? alts[0] : pool_.Alt(std::move(alts)));
+    const RegexId id = chain.size() == 1 ? chain[0] : pool_.Concat(std::move(chain));
+    memo_.values.emplace(shape_[start], id);
+    return id;
+  }
+
+  RegexId Others(uint32_t n) {
+    if (auto it = memo_.others.find(shape_[n]); it != memo_.others.end()) return it->second;
+    std::vector<RegexId> alts;
+    if (!trie_.nodes[n].terminal) alts.push_back(pool_.Empty());
+    std::vector<std::pair<uint32_t, uint32_t>> gaps = trie_.Gaps(n);
+    if (!gaps.empty()) {
+      const RegexId head = LowerClass(std::move(gaps));
+      const RegexId rest = AnyString();
+      alts.push_back(pool_.Concat({head, rest}));
+    }
+    for (auto [cp, child] : trie_.nodes[n].children) {
+      const RegexId head = Single(cp);
+      const RegexId rest = Others(child);
+      alts.push_back(pool_.Concat({head, rest}));
+    }
+    RegexId id = pool_.Nothing();
+    if (!alts.empty()) id = alts.size() == 1 ? alts[0] : pool_.Alt(std::move(alts));
+    memo_.others.emplace(shape_[n], id);
+    return id;
+  }
+
+ private:
+  RegexId Single(uint32_t cp) {
+    if (cp < memo_.ascii.size()) {
+      if (!memo_.ascii[cp]) memo_.ascii[cp] = LowerClass({{cp, cp}});
+      return *memo_.ascii[cp];
+    }
+    return LowerClass({{cp, cp}});
+  }
+
+  RegexId LowerClass(std::vector<std::pair<uint32_t, uint32_t>> ranges) {
+    if (auto it = memo_.classes.find(ranges); it != memo_.classes.end()) return it->second;
+    auto id = LowerRegex(Class(ranges), RegexEncoding::kJsonString, pool_);
+    if (!id.ok()) return pool_.Nothing();  // the pool's bound: the caller returns its status
+    memo_.classes.emplace(std::move(ranges), *id);
+    return *id;
+  }
+
+  // Any string (the class of every code point, repeated).
+  RegexId AnyString() {
+    if (!memo_.any_string) {
+      const RegexId c = LowerClass({{0, kMaxCodepoint}});
+      memo_.any_string = pool_.Repeat(c, 0, RegexPool::kUnbounded);
+    }
+    return *memo_.any_string;
+  }
+
+  const Trie& trie_;
+  RegexPool& pool_;
+  TrieMemo& memo_;
+  std::vector<uint32_t> shape_;  // trie node -> its subtree's id in memo_.shapes
 };
 
 // Lengths (in code points) of the strings an expression matches: [lo, hi], hi
@@ -205,27 +271,40 @@ RegexId Generator::Quoted(RegexId body) {
 
 absl::StatusOr<RegexId> Generator::StringOneOf(const std::vector<std::string>& values) {
   if (values.empty()) return pool().Nothing();
+  // The same values again: the pool would intern nothing new and return the same id.
+  if (auto it = one_of_cache_.find(values); it != one_of_cache_.end()) {
+    if (!pool().status().ok()) return pool().status();
+    return it->second;
+  }
   Trie trie;
   for (const std::string& v : values) trie.Add(DecodeUtf8(v));
   if (trie.depth > kMaxTrieDepth) {
     return absl::ResourceExhaustedError(absl::StrCat("a string value or property name is longer than ",
                                                      kMaxTrieDepth, " characters"));
   }
-  auto body = LowerRegex(trie.Values(0), RegexEncoding::kJsonString, pool());
-  if (!body.ok()) return body.status();
-  return Quoted(*body);
+  const RegexId body = TrieLowerer(trie, pool(), trie_memo_).Values(0);
+  if (!pool().status().ok()) return pool().status();
+  const RegexId quoted = Quoted(body);
+  one_of_cache_.emplace(values, quoted);
+  return quoted;
 }
 
 absl::StatusOr<RegexId> Generator::StringNoneOf(const std::vector<std::string>& values) {
   if (values.empty()) return Quoted(pool().Star(JsonChar()));
+  if (auto it = none_of_cache_.find(values); it != none_of_cache_.end()) {
+    if (!pool().status().ok()) return pool().status();
+    return it->second;
+  }
   Trie trie;
   for (const std::string& v : values) trie.Add(DecodeUtf8(v));
   if (trie.depth > kMaxTrieDepth) {
     return absl::ResourceExhaustedError(absl::StrCat("a property name is longer than ", kMaxTrieDepth, " characters"));
   }
-  auto body = LowerRegex(trie.Others(0), RegexEncoding::kJsonString, pool());
-  if (!body.ok()) return body.status();
-  return Quoted(*body);
+  const RegexId body = TrieLowerer(trie, pool(), trie_memo_).Others(0);
+  if (!pool().status().ok()) return pool().status();
+  const RegexId quoted = Quoted(body);
+  none_of_cache_.emplace(values, quoted);
+  return quoted;
 }
 
 absl::StatusOr<RegexId> Generator::PatternBody(const StringRegex& r) {

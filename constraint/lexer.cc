@@ -49,6 +49,15 @@ RegexId Lexer::Derive(RegexId re, uint8_t b) {
   uint64_t key = (uint64_t{re} << 8) | class_of_[b];
   auto it = derivative_.find(key);
   if (it != derivative_.end()) return it->second;
+  if (work() > budget_end_) {
+    // Over the budget (see Budget): stop deriving; the state being built fails.
+    if (status_.ok()) {
+      status_ = absl::ResourceExhaustedError(
+          "the constraint's lexer needs too much work for one token (a pathological expression?)");
+    }
+    return pool_.Nothing();
+  }
+  work_ += 1 + pool_.node(re).children.size();
   RegexId result = pool_.Derivative(re, b, [this](RegexId c, uint8_t x) { return Derive(c, x); });
   derivative_.emplace(key, result);
   return result;
@@ -93,15 +102,25 @@ Lexer::StateId Lexer::Start(const std::vector<LexemeId>& allowed) {
 }
 
 Lexer::StateId Lexer::Compute(StateId s, uint8_t b) {
+  if (work() > budget_end_) {
+    if (status_.ok()) {
+      status_ = absl::ResourceExhaustedError(
+          "the constraint's lexer needs too much work for one token (a pathological expression?)");
+    }
+    return kDead;
+  }
   std::vector<std::pair<LexemeId, RegexId>> next;
   const auto items = states_[s].items;  // copy: Intern may grow states_
+  work_ += items.size();
   next.reserve(items.size());
   for (auto [lexeme, re] : items) {
     RegexId d = Derive(re, b);
     if (d != pool_.Nothing()) next.emplace_back(lexeme, d);
   }
+  // Past a bound the lexer has failed for good (status()): nothing more is built or
+  // cached, and every new transition is dead.
+  if (!status_.ok()) return kDead;
   StateId t = Intern(std::move(next));
-  // A state that failed to intern (bounds) is not cached, so the error stays visible.
   if (t != kDead || status_.ok()) table_[size_t{s} * num_classes_ + class_of_[b]] = t;
   return t;
 }

@@ -48,6 +48,13 @@ class Lexer {
   StateId Single(StateId s, size_t k) { return Intern({states_[s].items[k]}); }
 
   size_t num_states() const { return states_.size(); }
+  // Work done building the automaton so far: expression nodes derived plus pairs of the
+  // states computed. The matcher bounds it per mask (ConstraintLimits).
+  uint64_t work() const { return work_ + pool_.work(); }
+  // From now on at most `limit` more work: past it the lexer fails (status()) and new
+  // transitions are dead. A pathological expression (a regex whose derivatives grow with
+  // every byte) then ends its requests instead of stalling the batch.
+  void Budget(uint64_t limit) { budget_end_ = work() + limit; }
   int num_classes() const { return num_classes_; }
   const std::array<uint8_t, 256>& byte_classes() const { return class_of_; }
   // OK, or RESOURCE_EXHAUSTED once a bound (states, expression nodes) was hit; the lexer
@@ -81,6 +88,8 @@ class Lexer {
   absl::flat_hash_map<std::vector<LexemeId>, uint32_t> accepting_set_of_;
   absl::flat_hash_map<uint64_t, RegexId> derivative_;  // (regex << 8 | class) -> derivative
   absl::Status status_;
+  uint64_t work_ = 0;
+  uint64_t budget_end_ = UINT64_MAX;
 };
 
 }  // namespace llmserve::constraint

@@ -90,6 +90,7 @@ bool Matcher::AdvanceBytes(std::string_view bytes) {
   if (finished_) return bytes.empty();
   ConstraintRuntime& rt = constraint_->runtime();
   absl::MutexLock lock(&rt.mu);
+  rt.lexer.Budget(rt.limits.max_lexer_work_per_token);
   EarleyParser& p = state_->parser;
   const uint32_t rows = p.num_rows();
   Lexer::StateId lex = state_->lex;
@@ -368,6 +369,7 @@ absl::Status Matcher::ComputeMask(TokenMask* mask) {
     return absl::OkStatus();
   }
   absl::MutexLock lock(&rt.mu);
+  rt.lexer.Budget(rt.limits.max_lexer_work_per_token);
   EarleyParser& p = state_->parser;
   const int slice = SliceFor(rt, state_->lex);
   if (slice >= 0) {
@@ -397,13 +399,12 @@ absl::StatusOr<bool> GrammarAcceptsText(const Grammar& grammar, std::string_view
   auto compiled = CompiledConstraint::Create(grammar, nullptr);
   if (!compiled.ok()) return compiled.status();
   Matcher m(*compiled);
-  if (!m.AdvanceBytes(text)) {
-    ConstraintRuntime& rt = (*compiled)->runtime();
-    absl::MutexLock lock(&rt.mu);
-    if (!rt.lexer.status().ok()) return rt.lexer.status();
-    return false;
-  }
-  return m.Accepting();
+  const bool advanced = m.AdvanceBytes(text);
+  const bool accepting = advanced && m.Accepting();
+  ConstraintRuntime& rt = (*compiled)->runtime();
+  absl::MutexLock lock(&rt.mu);
+  if (!rt.lexer.status().ok()) return rt.lexer.status();
+  return accepting;
 }
 
 }  // namespace llmserve::constraint

@@ -30,6 +30,10 @@ struct ConstraintLimits {
   // state (a token mask each, ~16 KB for a 128k vocabulary), up to walk_cache_entries.
   uint32_t walk_cache_entries = 256;
   uint32_t walk_cache_min_nodes = 4096;
+  // Lexer work (expression nodes derived, state pairs computed) one mask or one token may
+  // take. MaskBench's schemas need at most ~0.6M; a pathological regex hits it within a
+  // fraction of a second instead of stalling the batch for seconds per token.
+  uint64_t max_lexer_work_per_token = 5'000'000;
 };
 
 // A grammar bound to a vocabulary, with the lazily built lexer and mask caches that every

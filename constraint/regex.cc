@@ -25,6 +25,7 @@ RegexPool::RegexPool(RegexLimits limits) : limits_(limits) {
 }
 
 RegexId RegexPool::Intern(RegexNode node) {
+  work_ += 1 + node.children.size();
   std::string key;
   key.reserve(48 + node.children.size() * 4);
   key.push_back(static_cast<char>(node.kind));

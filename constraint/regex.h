@@ -96,6 +96,8 @@ class RegexPool {
   const RegexNode& node(RegexId id) const { return nodes_[id]; }
   bool Nullable(RegexId id) const { return nodes_[id].nullable; }
   size_t size() const { return nodes_.size(); }
+  // Child entries handled while building nodes so far (how much building has cost).
+  uint64_t work() const { return work_; }
   const RegexLimits& limits() const { return limits_; }
   // OK, or RESOURCE_EXHAUSTED naming the bound that was hit (the pool then only returns
   // Nothing()).
@@ -121,6 +123,7 @@ class RegexPool {
   std::vector<RegexNode> nodes_;
   absl::flat_hash_map<std::string, RegexId> intern_;  // serialized node -> id
   absl::Status status_;
+  uint64_t work_ = 0;
 };
 
 template <typename DeriveChild>

@@ -15,7 +15,6 @@ absl::StatusOr<std::shared_ptr<const constraint::TokenVocabulary>> ConstraintVoc
     in.special.push_back(control);
     in.token_bytes.push_back(control ? std::string() : tokenizer.TokenBytes(id));
   }
-  if (end_of_generation.empty() && tokenizer.eos_id() >= 0) end_of_generation.push_back(tokenizer.eos_id());
   in.end_of_generation = std::move(end_of_generation);
   return constraint::TokenVocabulary::Create(std::move(in));
 }

@@ -11,8 +11,8 @@
 
 namespace llmserve {
 
-// `end_of_generation`: the ids that end a generation (the model's EOS set); empty means
-// the tokenizer's eos_id.
+// `end_of_generation`: the ids that end a generation (the model's EOS set); a constraint
+// allows them only where its output may end.
 absl::StatusOr<std::shared_ptr<const constraint::TokenVocabulary>> ConstraintVocabulary(
     const Tokenizer& tokenizer, std::vector<int32_t> end_of_generation = {});
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/constraint_vocabulary.h"
 #include "scheduler/engine_internal.h"
 #include "scheduler/output_processor.h"
 
@@ -18,6 +19,10 @@ absl::Status EngineConfig::Validate() const {
   if (absl::Status s = scheduler.Validate(); !s.ok()) return s;
   if (channel_capacity < 1) return absl::InvalidArgumentError("EngineConfig.channel_capacity must be >= 1, got 0");
   if (!clock) return absl::InvalidArgumentError("EngineConfig.clock must be set");
+  if (absl::Status s = constraint_limits.Validate(); !s.ok()) return s;
+  if (constraint_cache_entries < 1) {
+    return absl::InvalidArgumentError("EngineConfig.constraint_cache_entries must be >= 1, got 0");
+  }
   return absl::OkStatus();
 }
 
@@ -48,7 +53,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& confi
                                                      ", outside the vocabulary (", model->vocab_size(), ")"));
     }
   }
-  return std::unique_ptr<Engine>(new Engine(c, std::move(model), tokenizer, observer));
+  std::unique_ptr<Engine> engine(new Engine(c, std::move(model), tokenizer, observer));
+  if (tokenizer != nullptr) {
+    // The vocabulary as constraints see it; end of generation is the scheduler's EOS set.
+    auto vocab = ConstraintVocabulary(*tokenizer, sc.eos_ids);
+    if (!vocab.ok()) return vocab.status();
+    engine->constraints_ =
+        std::make_unique<constraint::ConstraintCache>(*std::move(vocab), c.constraint_limits, c.constraint_cache_entries);
+  }
+  return engine;
 }
 
 Engine::Engine(const EngineConfig& config, std::unique_ptr<EngineModel> model, const Tokenizer* tokenizer,
@@ -106,6 +119,12 @@ absl::Status Engine::ValidateRequest(const EngineRequest& r) const {
       !s.ok()) {
     return s;
   }
+  if (r.constraint != nullptr && constraints_ == nullptr) {
+    return absl::InvalidArgumentError("constraints need a tokenizer; this engine has none");
+  }
+  if (r.constraint != nullptr && r.constraint->vocab().size() > vocab_size_) {
+    return absl::InvalidArgumentError("the constraint was compiled for a larger vocabulary than the model's");
+  }
   if (!r.stop.stop_strings.empty() && tokenizer_ == nullptr) {
     return absl::InvalidArgumentError("stop strings need a tokenizer; this engine has none");
   }
@@ -127,6 +146,7 @@ absl::StatusOr<RequestHandle> Engine::Submit(EngineRequest request) {
   RequestHandle handle;
   handle.channel = std::make_shared<RequestChannel>(config_.channel_capacity);
   auto active = std::make_unique<Active>(seq->sampling, seed, request.deadline);
+  if (request.constraint != nullptr) active->matcher = std::make_unique<constraint::Matcher>(std::move(request.constraint));
   std::unique_ptr<OutputProcessor::Request> output = outputs_->NewRequest(*seq, handle.channel);
   {
     std::lock_guard<std::mutex> lock(inbox_->mu);

@@ -32,10 +32,12 @@
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "constraint/constraint_spec.h"
 #include "model/sampler.h"
 #include "model/sampling_params.h"
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/engine_model.h"
+#include "scheduler/mask_worker.h"
 #include "scheduler/request_channel.h"
 #include "scheduler/scheduler.h"
 
@@ -47,6 +49,8 @@ struct EngineConfig {
   size_t channel_capacity = 32; // deltas queued per request before they coalesce
   std::function<absl::Time()> clock = absl::Now;  // every engine timestamp (tests inject one);
                                                   // request deadlines are on this clock
+  constraint::CompileLimits constraint_limits;  // bounds on compiling a request's constraint
+  size_t constraint_cache_entries = 64;         // compiled constraints kept for reuse
 
   absl::Status Validate() const;
 };
@@ -59,6 +63,8 @@ struct EngineRequest {
   StopConditions stop;
   absl::Time deadline = absl::InfiniteFuture();  // aborted with kFinishedDeadline after it
   std::string cache_salt;       // prefix caching: shares cached blocks only with equal salts
+  // The output must match this (constraints()->Get compiles it); null: unconstrained.
+  std::shared_ptr<constraint::CompiledConstraint> constraint;
 };
 
 // What Submit returns: the engine's id for Abort, and the channel to read.
@@ -90,6 +96,8 @@ struct StepReport {
   int32_t prefill_tokens = 0;
   int32_t preemptions = 0;
   absl::Duration schedule, forward, sample, emit;
+  int32_t constraint_masks = 0;         // masks computed for constrained rows
+  absl::Duration constraint_mask_time;  // their total time (overlapping the forward pass)
   EngineStats stats;            // after the step
 };
 
@@ -145,6 +153,9 @@ class Engine {
   EngineStats Stats() const;
   const EngineConfig& config() const { return config_; }
   const EngineModel& model() const { return *model_; }
+  // Thread-safe. Compiles and caches request constraints against this engine's
+  // vocabulary; null when the engine has no tokenizer (constraints are then refused).
+  constraint::ConstraintCache* constraints() const { return constraints_.get(); }
 
  private:
   struct Active;   // per-request step state (sampler, deadline)
@@ -176,6 +187,12 @@ class Engine {
   absl::Status Forward(const SchedulePlan& plan);
   // Samples every sampling item of `plan` from logits_ into sampled_ / sampled_ids_.
   void Sample(const SchedulePlan& plan);
+  // Hands the step's constrained rows to the MaskWorker (returns at once).
+  void StartMasks(const SchedulePlan& plan);
+  // Applies the request's mask (computed during the forward pass) to its logits row:
+  // disallowed tokens get -inf. An error (a bound the constraint hit, or no token
+  // allowed) is recorded for the request.
+  void ApplyConstraint(const Sequence& seq, Active& active, std::span<float> logits);
   // After Update: the output processor's deltas; ends stop-string matches through the
   // scheduler, then every finished request.
   void Emit(const SchedulePlan& plan, std::vector<std::unique_ptr<Sequence>> finished, absl::Time now);
@@ -199,6 +216,7 @@ class Engine {
   EngineObserver* observer_;
   const int32_t vocab_size_;   // the model's, cached for Submit
   std::unique_ptr<Inbox> inbox_;
+  std::unique_ptr<constraint::ConstraintCache> constraints_;  // thread-safe
 
   std::mutex seed_mu_;
   uint64_t seed_state_ ABSL_GUARDED_BY(seed_mu_);  // splitmix64 state, seeded from random_device
@@ -221,6 +239,9 @@ class Engine {
   std::vector<int32_t> sampled_ids_;             // per sampling item
   std::vector<SampledToken> sampled_;            // per sampling item
   std::vector<int64_t> scratch_ids_;             // expired / stop-matched ids
+  std::vector<std::pair<int64_t, absl::Status>> constraint_errors_;  // this step's
+  std::unique_ptr<MaskWorker> mask_worker_;      // made with the first constrained step
+  std::vector<MaskWorker::Job> mask_jobs_;       // this step's
   std::vector<std::pair<std::unique_ptr<Sequence>, absl::Status>> finishing_;  // finals Publish pushes
   absl::Time next_deadline_ = absl::InfiniteFuture();  // lower bound of held deadlines
   bool stalled_ = false;           // held sequences but the last plan was empty

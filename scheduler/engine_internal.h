@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "constraint/matcher.h"
 #include "model/sampler.h"
 #include "scheduler/engine.h"
 #include "scheduler/output_processor.h"
@@ -31,6 +32,12 @@ struct Engine::Active {
 
   RequestSampler sampler;
   absl::Time deadline;
+  // The request's constraint: advanced with each sampled token; its mask is applied to
+  // the logits before sampling. Survives preemption (generated tokens are kept).
+  std::unique_ptr<constraint::Matcher> matcher;
+  constraint::TokenMask mask;     // this step's, computed by the MaskWorker
+  absl::Status mask_status;
+  absl::Duration mask_time;
 };
 
 // A submitted request on its way to the engine thread.

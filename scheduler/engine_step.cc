@@ -7,6 +7,7 @@
 //   logit_rows_:   0           1           6 (if c's chunk ends its tokens)  9
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <span>
 #include <utility>
 
@@ -52,7 +53,9 @@ void Engine::RunStep() {
   }
   stalled_ = false;
   ++steps_;
+  StartMasks(plan);
   const absl::Status fwd = Forward(plan);
+  if (!mask_jobs_.empty()) mask_worker_->Wait();
   const absl::Time t2 = Now();
   absl::Time t3 = t2;
   if (!fwd.ok()) {
@@ -73,6 +76,8 @@ void Engine::RunStep() {
     r.forward = t2 - t1;
     r.sample = t3 - t2;
     r.emit = t4 - t3;
+    r.constraint_masks = static_cast<int32_t>(mask_jobs_.size());
+    for (const MaskWorker::Job& j : mask_jobs_) r.constraint_mask_time += *j.duration;
     r.stats = Stats();
     observer_->OnStep(r);
   }
@@ -81,6 +86,7 @@ void Engine::RunStep() {
 void Engine::Sample(const SchedulePlan& plan) {
   sampled_ids_.clear();
   sampled_.clear();
+  constraint_errors_.clear();
   size_t row = 0;
   for (const ScheduledWork& w : plan.work) {
     if (!w.sample) continue;
@@ -93,16 +99,76 @@ void Engine::Sample(const SchedulePlan& plan) {
     }
     std::span<float> logits(logits_.data() + row * static_cast<size_t>(vocab_size_), static_cast<size_t>(vocab_size_));
     ++row;
-    sampled_.push_back(it->second->sampler.Sample(logits, s.prompt, s.generated));
+    Active& a = *it->second;
+    // The constraint's mask comes first: a disallowed token's logit is -inf before bias,
+    // penalties and truncation, so nothing can bring it back.
+    if (a.matcher != nullptr) ApplyConstraint(s, a, logits);
+    sampled_.push_back(a.sampler.Sample(logits, s.prompt, s.generated));
     sampled_ids_.push_back(sampled_.back().id);
+    if (a.matcher != nullptr && (constraint_errors_.empty() || constraint_errors_.back().first != s.id)) {
+      if (absl::Status st = a.matcher->Advance(sampled_ids_.back()); !st.ok()) constraint_errors_.emplace_back(s.id, st);
+    }
+  }
+}
+
+void Engine::StartMasks(const SchedulePlan& plan) {
+  mask_jobs_.clear();
+  for (const ScheduledWork& w : plan.work) {
+    if (!w.sample) continue;
+    auto it = active_.find(w.seq->id);
+    if (it == active_.end() || it->second->matcher == nullptr) continue;
+    Active& a = *it->second;
+    mask_jobs_.push_back({a.matcher.get(), &a.mask, &a.mask_status, &a.mask_time});
+  }
+  if (mask_jobs_.empty()) return;
+  if (mask_worker_ == nullptr) mask_worker_ = std::make_unique<MaskWorker>();
+  mask_worker_->Start(&mask_jobs_);
+}
+
+void Engine::ApplyConstraint(const Sequence& seq, Active& a, std::span<float> logits) {
+  absl::Status st = a.mask_status;
+  if (st.ok() && a.mask.Count() == 0) {
+    st = absl::FailedPreconditionError("the constraint allows no token of this vocabulary here");
+  }
+  if (!st.ok()) {
+    constraint_errors_.emplace_back(seq.id, std::move(st));
+    return;
+  }
+  const std::vector<uint64_t>& words = a.mask.words();
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (size_t w = 0; w * 64 < logits.size(); ++w) {
+    const uint64_t bits = w < words.size() ? words[w] : 0;
+    if (bits == ~uint64_t{0}) continue;
+    const size_t end = std::min(logits.size(), (w + 1) * 64);
+    for (size_t i = w * 64; i < end; ++i) {
+      if (!((bits >> (i & 63)) & 1)) logits[i] = kNegInf;
+    }
   }
 }
 
 void Engine::Emit(const SchedulePlan& plan, std::vector<std::unique_ptr<Sequence>> finished, absl::Time now) {
+  // A request whose constraint failed this step ends with the error, before anything is
+  // emitted: its last token was sampled without the mask, so it is dropped, not sent.
+  for (auto& [id, error] : constraint_errors_) {
+    if (std::unique_ptr<Sequence> seq = scheduler_->Finish(id, SequenceState::kFinishedError, now)) {
+      if (!seq->generated.empty()) seq->generated.pop_back();
+      FinishRequest(std::move(seq), error);
+    }
+  }
   scratch_ids_.clear();  // running sequences whose text reached a stop string
   outputs_->Emit(plan, sampled_, scratch_ids_);
   for (int64_t id : scratch_ids_) {
     if (std::unique_ptr<Sequence> seq = scheduler_->Finish(id, SequenceState::kFinishedStopString, now)) {
+      finished.push_back(std::move(seq));
+    }
+  }
+  // A request whose output completed its constraint (nothing but the end could follow)
+  // ends as a stop.
+  for (const ScheduledWork& w : plan.work) {
+    if (!w.sample || w.seq->state != SequenceState::kRunning) continue;
+    auto it = active_.find(w.seq->id);
+    if (it == active_.end() || it->second->matcher == nullptr || !it->second->matcher->Complete()) continue;
+    if (std::unique_ptr<Sequence> seq = scheduler_->Finish(w.seq->id, SequenceState::kFinishedConstraint, now)) {
       finished.push_back(std::move(seq));
     }
   }

@@ -12,6 +12,7 @@ const char* SequenceStateName(SequenceState s) {
     case SequenceState::kFinishedEos: return "finished_eos";
     case SequenceState::kFinishedStopToken: return "finished_stop_token";
     case SequenceState::kFinishedStopString: return "finished_stop_string";
+    case SequenceState::kFinishedConstraint: return "finished_constraint";
     case SequenceState::kFinishedLength: return "finished_length";
     case SequenceState::kFinishedCancelled: return "finished_cancelled";
     case SequenceState::kFinishedDeadline: return "finished_deadline";

@@ -31,6 +31,7 @@ enum class SequenceState : uint8_t {
   kFinishedEos,        // sampled EOS
   kFinishedStopToken,  // sampled one of stop_token_ids
   kFinishedStopString, // output text contained a stop string
+  kFinishedConstraint, // the output completed its constraint (nothing else could follow)
   kFinishedLength,     // max_tokens reached (or the context filled up)
   kFinishedCancelled,  // aborted: client cancelled or went away
   kFinishedDeadline,   // aborted: the request's deadline passed

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build-tsan}"
 tests=(block_pool_test admission_test scheduler_test scheduler_finish_test scheduler_preemption_test scheduler_random_test
        request_channel_test engine_test engine_lifecycle_test engine_stress_test engine_policy_test
-       stream_pump_test http_server_test openai_server_test openai_service_test)
+       stream_pump_test http_server_test openai_server_test openai_service_test engine_constraint_test)
 
 scripts/install-deps.sh
 # ccache (in install-deps.sh) makes a rebuild on the same machine cheap, and

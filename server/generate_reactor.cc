@@ -68,9 +68,13 @@ GenerateReactor* GenerateReactor::Start(grpc::CallbackServerContext* ctx, const 
   llmserve::v1::GenerateRequest req;
   status = ParseRequest(request, &req);
   if (status.ok()) {
+    ConstraintCompileReport compiled;
     absl::StatusOr<EngineRequest> er =
         ToEngineRequest(FromGenerateRequest(req), *deps.tokenizer, *deps.limits,
-                        absl::StrCat("req-", request_number));
+                        absl::StrCat("req-", request_number), &compiled);
+    if (compiled.attempted && deps.metrics != nullptr) {
+      deps.metrics->RecordConstraintCompile(compiled.kind, compiled.cache_hit, compiled.time);
+    }
     status = er.status();
     if (status.ok()) {
       er->deadline = CallDeadline(*ctx);
@@ -81,7 +85,7 @@ GenerateReactor* GenerateReactor::Start(grpc::CallbackServerContext* ctx, const 
     }
   }
   if (!status.ok()) {
-    if (deps.metrics != nullptr) deps.metrics->RecordRejected(status.code());
+    if (deps.metrics != nullptr) deps.metrics->RecordRejected(RefusalCode(status));
     spdlog::debug("Generate {} refused: {}", r->request_id_.empty() ? req.request_id() : r->request_id_,
                   status.ToString());
     return refuse(status);

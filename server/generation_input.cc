@@ -1,5 +1,7 @@
 #include "server/generation_input.h"
 
+#include <utility>
+
 namespace llmserve {
 
 ChatConversation ChatFromProto(const v1::ChatInput& chat) {
@@ -10,6 +12,49 @@ ChatConversation ChatFromProto(const v1::ChatInput& chat) {
   c.tools_json = chat.tools_json();
   return c;
 }
+
+namespace {
+
+using constraint::ConstraintKind;
+using constraint::ConstraintSpec;
+
+// The request's constraint (none when unset) and the name of the field that carried it.
+void ConstraintFromProto(const v1::OutputConstraint& c, GenerationInput* in) {
+  ConstraintSpec spec;
+  spec.whitespace_flexible = c.flexible_whitespace();
+  switch (c.kind_case()) {
+    case v1::OutputConstraint::kJsonSchema:
+      spec.kind = ConstraintKind::kJsonSchema;
+      spec.text = c.json_schema();
+      in->constraint_field = "constraint.json_schema";
+      break;
+    case v1::OutputConstraint::kJsonObject:
+      spec.kind = ConstraintKind::kJson;
+      spec.object_only = true;
+      in->constraint_field = "constraint.json_object";
+      break;
+    case v1::OutputConstraint::kRegex:
+      spec.kind = ConstraintKind::kRegex;
+      spec.text = c.regex();
+      in->constraint_field = "constraint.regex";
+      break;
+    case v1::OutputConstraint::kChoice:
+      spec.kind = ConstraintKind::kChoice;
+      spec.choices.assign(c.choice().choices().begin(), c.choice().choices().end());
+      in->constraint_field = "constraint.choice.choices";
+      break;
+    case v1::OutputConstraint::kGrammar:
+      spec.kind = ConstraintKind::kGrammar;
+      spec.text = c.grammar();
+      in->constraint_field = "constraint.grammar";
+      break;
+    case v1::OutputConstraint::KIND_NOT_SET:
+      return;  // an empty OutputConstraint constrains nothing
+  }
+  in->constraint = std::move(spec);
+}
+
+}  // namespace
 
 GenerationInput FromGenerateRequest(const v1::GenerateRequest& r) {
   GenerationInput in;
@@ -47,6 +92,7 @@ GenerationInput FromGenerateRequest(const v1::GenerateRequest& r) {
   in.ignore_eos = r.ignore_eos();
   in.request_id = r.request_id();
   in.cache_salt = r.cache_salt();
+  if (r.has_constraint()) ConstraintFromProto(r.constraint(), &in);
   return in;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "constraint/constraint_spec.h"
 #include "llmserve/v1/llmserve.pb.h"
 #include "model/chat/chat_prompt.h"
 #include "server/request_fields.h"
@@ -56,6 +57,13 @@ struct GenerationInput {
 
   std::string request_id;  // "" : the server names it
   std::string cache_salt;
+
+  // Structured output: what the generated text must match (unset: unconstrained), compiled
+  // by ToEngineRequest. `constraint_field` is the caller's name for the field that carried
+  // it ("constraint.json_schema", "response_format.json_schema.schema", "guided_regex"):
+  // compile errors lead with it and name it as "param" ("": names[kConstraint]).
+  std::optional<constraint::ConstraintSpec> constraint;
+  std::string constraint_field;
 
   // The caller's names for the fields above (static tables; never null).
   const FieldNames* names = &GrpcFieldNames();

@@ -20,6 +20,7 @@ LlmService::LlmService(Engine& engine, const Tokenizer& tokenizer, ServiceInfo i
   limits_.sampling_defaults = DefaultSamplingParams(info_.config.generation);
   limits_.chat = info_.chat;
   limits_.max_prompt_bytes = info_.max_prompt_bytes;
+  limits_.constraints = engine_.constraints();
 }
 
 LlmService::~LlmService() { pump_->Stop(); }

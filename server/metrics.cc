@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -9,6 +10,9 @@
 
 namespace llmserve {
 namespace {
+
+static_assert(static_cast<int>(constraint::ConstraintKind::kGrammar) + 1 == 5,
+              "Metrics::kNumConstraintKinds must count every ConstraintKind");
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
@@ -62,6 +66,7 @@ const char* Metrics::FinishedReasonLabel(SequenceState state) {
   switch (state) {
     case SequenceState::kFinishedEos:
     case SequenceState::kFinishedStopString:
+    case SequenceState::kFinishedConstraint:
     case SequenceState::kFinishedStopToken: return "stop";
     case SequenceState::kFinishedLength: return "length";
     case SequenceState::kFinishedCancelled:
@@ -139,6 +144,27 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(prometheus::Registry& r
     m->step_[kForward] = &step.Add({{"phase", "forward"}}, StepDurationBuckets());
     m->step_[kSample] = &step.Add({{"phase", "sample"}}, StepDurationBuckets());
     m->step_[kEmit] = &step.Add({{"phase", "emit"}}, StepDurationBuckets());
+
+    auto& constrained = f.Counters("constrained_requests_total",
+                                   "Requests that carried an output constraint, by kind (counted when compiled or "
+                                   "looked up, before admission).");
+    for (int k = 0; k < kNumConstraintKinds; ++k) {
+      m->constrained_[static_cast<size_t>(k)] =
+          &constrained.Add({{"kind", constraint::ConstraintKindName(static_cast<constraint::ConstraintKind>(k))}});
+    }
+    auto& lookups = f.Counters("constraint_cache_lookups_total",
+                               "Request constraints looked up in the compiled-constraint cache: hit or miss "
+                               "(compiled).");
+    m->constraint_hits_ = &lookups.Add({{"result", "hit"}});
+    m->constraint_misses_ = &lookups.Add({{"result", "miss"}});
+    m->constraint_compile_ = f.Histogram("constraint_compile_seconds",
+                                         "Compiling a request's constraint (cache misses only, failures included).",
+                                         ConstraintCompileBuckets());
+    m->constraint_mask_ = f.Histogram("constraint_mask_seconds",
+                                      "Computing and applying one constraint mask (one request, one step; each "
+                                      "step's masks observed at their mean).",
+                                      ConstraintMaskBuckets());
+    m->mask_increments_.assign(ConstraintMaskBuckets().size() + 1, 0.0);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("cannot register the metrics: ", e.what()));
   }
@@ -169,6 +195,16 @@ void Metrics::OnStep(const StepReport& r) {
   step_[kSample]->Observe(Seconds(r.sample));
   step_[kEmit]->Observe(Seconds(r.emit));
   if (r.preemptions > 0) preemptions_->Increment(r.preemptions);
+  if (r.constraint_masks > 0) {
+    // The step's masks at their mean: one bucket, `constraint_masks` observations.
+    const double total = Seconds(r.constraint_mask_time);
+    const double mean = total / r.constraint_masks;
+    const auto& bounds = ConstraintMaskBuckets();
+    const size_t bucket = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), mean) - bounds.begin());
+    std::fill(mask_increments_.begin(), mask_increments_.end(), 0.0);
+    mask_increments_[bucket] = r.constraint_masks;
+    constraint_mask_->ObserveMultiple(mask_increments_, total);
+  }
   if (spdlog::should_log(spdlog::level::trace)) {
     spdlog::trace("step: {} decode + {} prefill tokens, {} running, {} waiting; schedule {:.3f} ms, forward {:.3f} ms, "
                   "sample {:.3f} ms, emit {:.3f} ms",
@@ -212,6 +248,17 @@ void Metrics::OnFinished(const Sequence& seq, const GenerationFinal& f) {
 void Metrics::RecordAbortedBeforeRequest() { success_[kAbort]->Increment(); }
 
 void Metrics::RecordUnauthenticated() { unauthenticated_->Increment(); }
+
+void Metrics::RecordConstraintCompile(constraint::ConstraintKind kind, bool cache_hit, absl::Duration time) {
+  const auto k = static_cast<size_t>(kind);
+  if (k < constrained_.size()) constrained_[k]->Increment();
+  if (cache_hit) {
+    constraint_hits_->Increment();
+  } else {
+    constraint_misses_->Increment();
+    constraint_compile_->Observe(Seconds(time));
+  }
+}
 
 void Metrics::RecordRejected(absl::StatusCode code) {
   switch (code) {

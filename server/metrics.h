@@ -6,7 +6,7 @@
 //                                prefix_cache_queries_total, prefix_cache_hits_total,
 //                                prefix_cache_evictions_total (the engine's running counts)
 //                 ── OnStep  ──▶ iteration_tokens, engine_step_duration_seconds{phase},
-//                                num_preemptions_total
+//                                num_preemptions_total, constraint_mask_seconds
 //                 ── OnToken ──▶ generation_tokens_total, inter_token_latency_seconds,
 //                                prompt_tokens_total (at a request's first token)
 //                 ── OnFinished ▶ request_success_total{finished_reason} or
@@ -15,6 +15,8 @@
 //   gRPC threads ── RecordRejected ▶ request_failure_total{code}
 //                ── RecordAbortedBeforeRequest ▶ request_success_total{finished_reason="abort"}
 //                ── RecordUnauthenticated ▶ unauthenticated_requests_total (any RPC, no or a wrong API key)
+//   gRPC and HTTP threads ── RecordConstraintCompile ▶ constrained_requests_total{kind},
+//                                constraint_cache_lookups_total{result}, constraint_compile_seconds
 //
 // Every series carries model_name (a constant label of each family). All label
 // combinations are created up front, so recording is lock-free atomics for counters and
@@ -27,9 +29,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "constraint/constraint_spec.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -77,6 +82,9 @@ class Metrics final : public EngineObserver {
   // An RPC (any llmserve.v1 method) refused for a missing or wrong API key. Counted apart
   // from request_failure_total: a scanner knocking on the port is not an error rate.
   void RecordUnauthenticated();
+  // A request's constraint looked up in (and on a miss compiled into) the engine's
+  // constraint cache, successfully or not; `time` is the lookup and compile.
+  void RecordConstraintCompile(constraint::ConstraintKind kind, bool cache_hit, absl::Duration time);
 
   // The failure label for `code`: invalid_argument, resource_exhausted, unavailable, internal.
   static const char* FailureCodeLabel(absl::StatusCode code);
@@ -116,6 +124,13 @@ class Metrics final : public EngineObserver {
   prometheus::Histogram* generation_len_ = nullptr;
   prometheus::Histogram* iteration_tokens_ = nullptr;
   std::array<prometheus::Histogram*, kNumPhases> step_{};
+  static constexpr int kNumConstraintKinds = 5;  // constraint::ConstraintKind's values
+  std::array<prometheus::Counter*, kNumConstraintKinds> constrained_{};
+  prometheus::Counter* constraint_hits_ = nullptr;
+  prometheus::Counter* constraint_misses_ = nullptr;
+  prometheus::Histogram* constraint_compile_ = nullptr;
+  prometheus::Histogram* constraint_mask_ = nullptr;
+  std::vector<double> mask_increments_;  // engine thread: OnStep's bucket increments
 };
 
 // Bucket boundaries (server/metrics_buckets.cc).
@@ -129,5 +144,9 @@ const prometheus::Histogram::BucketBoundaries& StepDurationBuckets();
 const prometheus::Histogram::BucketBoundaries& RequestTokenBuckets();
 // Tokens per engine step: 1, 2, 4, ... 8192.
 const prometheus::Histogram::BucketBoundaries& IterationTokenBuckets();
+// Compiling a request's constraint: 100 us to 60 s.
+const prometheus::Histogram::BucketBoundaries& ConstraintCompileBuckets();
+// One constraint mask (the allowed tokens at one step of one request): 1 us to 10 s.
+const prometheus::Histogram::BucketBoundaries& ConstraintMaskBuckets();
 
 }  // namespace llmserve

@@ -37,4 +37,18 @@ const prometheus::Histogram::BucketBoundaries& IterationTokenBuckets() {
   return *b;
 }
 
+const prometheus::Histogram::BucketBoundaries& ConstraintCompileBuckets() {
+  static const auto* b = new prometheus::Histogram::BucketBoundaries{
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+      0.25,   0.5,     1.0,    2.5,   5.0,    10.0,  30.0, 60.0};
+  return *b;
+}
+
+const prometheus::Histogram::BucketBoundaries& ConstraintMaskBuckets() {
+  static const auto* b = new prometheus::Histogram::BucketBoundaries{
+      0.000001, 0.0000025, 0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
+      0.001,    0.0025,    0.005,    0.01,    0.025,    0.05,    0.1,    0.25,    1.0,     10.0};
+  return *b;
+}
+
 }  // namespace llmserve

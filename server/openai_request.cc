@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/http_status.h"
+#include "server/openai_constraint.h"
 
 namespace llmserve {
 namespace {
@@ -152,12 +153,6 @@ absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
   std::string ignored_user;
   if (absl::Status e = GetString(body, "user", &ignored_user); !e.ok()) return e;
   if (absl::Status e = GetString(body, "cache_salt", &g.cache_salt); !e.ok()) return e;
-  if (const json* format = Field(body, "response_format")) {
-    const json* type = format->is_object() ? Field(*format, "type") : nullptr;
-    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
-      return Bad("response_format", "must be {\"type\": \"text\"}: structured output is not supported");
-    }
-  }
   return absl::OkStatus();
 }
 
@@ -311,6 +306,7 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, std::s
   out.input.names = endpoint == OpenAiEndpoint::kCompletions ? &OpenAiCompletionsFieldNames()
                                                              : &OpenAiChatFieldNames(false);
   if (absl::Status s = ParseCommon(j, &out); !s.ok()) return s;
+  if (absl::Status s = ParseOpenAiConstraint(j, body, &out.input); !s.ok()) return s;
   absl::Status s = endpoint == OpenAiEndpoint::kCompletions ? ParseCompletions(j, &out) : ParseChat(j, &out);
   if (!s.ok()) return s;
   return out;

@@ -13,7 +13,9 @@
 //                top_k (-1 = off, as vLLM), min_p, presence_penalty, frequency_penalty,
 //                repetition_penalty, seed, stop (string or list), logit_bias, n (1 only), user,
 //                cache_salt, ignore_eos, stop_token_ids, return_token_ids (vLLM's: the ids
-//                generated, in each choice or chunk)
+//                generated, in each choice or chunk); structured outputs: response_format,
+//                structured_outputs, guided_json/_regex/_choice/_grammar, json_schema,
+//                grammar (server/openai_constraint.h)
 //   completions: prompt (a string, token ids, or a list of one of those), logprobs (0..20),
 //                echo (false only), best_of (1 only), suffix (empty only)
 //   chat:        messages (role + content: a string, text parts, or null), max_completion_tokens
@@ -46,7 +48,7 @@ struct OpenAiRequest {
 
 // INVALID_ARGUMENT naming the field for a body that is not a JSON object, a field of the
 // wrong type, or a feature llmserve does not offer (n > 1, echo, best_of > 1, suffix,
-// several prompts).
+// several prompts, an unknown response_format type, two constraints).
 absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, std::string_view body);
 
 }  // namespace llmserve

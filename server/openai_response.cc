@@ -89,6 +89,7 @@ json FinishReasonJson(SequenceState reason) {
     case SequenceState::kFinishedEos:
     case SequenceState::kFinishedStopToken:
     case SequenceState::kFinishedStopString:
+    case SequenceState::kFinishedConstraint:
       return "stop";
     case SequenceState::kFinishedLength:
       return "length";

@@ -78,7 +78,11 @@ absl::StatusOr<EngineRequest> OpenAiService::ToEngine(const OpenAiRequest& parse
   const std::string fallback = absl::StrCat("http-", next_request_number_.fetch_add(1));
   GenerationInput input = parsed.input;  // its errors name the OpenAI fields (input.names)
   input.request_id = ClientRequestId(req);
-  absl::StatusOr<EngineRequest> er = ToEngineRequest(input, tokenizer_, limits_, fallback);
+  ConstraintCompileReport compiled;
+  absl::StatusOr<EngineRequest> er = ToEngineRequest(input, tokenizer_, limits_, fallback, &compiled);
+  if (compiled.attempted && metrics_ != nullptr) {
+    metrics_->RecordConstraintCompile(compiled.kind, compiled.cache_hit, compiled.time);
+  }
   if (!er.ok()) return er.status();
   er->deadline = *deadline;
   return er;
@@ -106,7 +110,9 @@ http::HttpAnswer OpenAiService::Generate(OpenAiEndpoint endpoint, const http::Ht
 }
 
 http::HttpResponse OpenAiService::Refused(const absl::Status& status, const http::HttpRequest& req) const {
-  if (metrics_ != nullptr && status.code() != absl::StatusCode::kNotFound) metrics_->RecordRejected(status.code());
+  if (metrics_ != nullptr && status.code() != absl::StatusCode::kNotFound) {
+    metrics_->RecordRejected(RefusalCode(status));
+  }
   spdlog::debug("HTTP {} refused: {}", req.path, status.ToString());
   return ErrorResponse(status);
 }

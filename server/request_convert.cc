@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "model/tokenizer/utf8.h"
 #include "server/http_status.h"
 
@@ -183,10 +184,57 @@ RequestField PromptField(PromptKind kind) {
   return F::kText;
 }
 
+// Compiles in.constraint (if any) into out->constraint; errors lead with the caller's
+// name for the field.
+absl::Status CompileConstraint(const GenerationInput& in, const RequestLimits& limits, EngineRequest* out,
+                               ConstraintCompileReport* report) {
+  if (!in.constraint.has_value()) return absl::OkStatus();
+  const FieldName& fallback = (*in.names)[F::kConstraint];
+  const std::string name = in.constraint_field.empty() ? std::string(fallback.name) : in.constraint_field;
+  const std::string param = in.constraint_field.empty() ? std::string(fallback.param) : in.constraint_field;
+  if (limits.constraints == nullptr) {
+    return WithParam(absl::FailedPreconditionError(
+                         absl::StrCat(name, ": constraints need a tokenizer; this server's engine has none")),
+                     param);
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<constraint::ConstraintCache::Result> got = limits.constraints->Get(*in.constraint);
+  if (report != nullptr) {
+    report->attempted = true;
+    report->kind = in.constraint->kind;
+    report->cache_hit = got.ok() && got->cache_hit;
+    report->time = absl::Now() - start;
+  }
+  if (!got.ok()) {
+    const absl::Status& s = got.status();
+    const std::string message = absl::StrCat(name, ": ", absl::string_view(s.message().data(), s.message().size()));
+    switch (s.code()) {
+      case absl::StatusCode::kInvalidArgument:
+        return WithParam(Invalid(message), param);
+      case absl::StatusCode::kResourceExhausted:
+        // A bound the request's constraint hit: its own fault (the same request fails
+        // again), so HTTP says 400, not 429's "retry later".
+        return WithParam(WithHttpStatus(absl::ResourceExhaustedError(message), 400), param);
+      default:
+        return WithParam(absl::Status(s.code(), message), param);
+    }
+  }
+  out->constraint = std::move(got->constraint);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
+absl::StatusCode RefusalCode(const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kResourceExhausted && HttpStatusCode(status) == 400) {
+    return absl::StatusCode::kInvalidArgument;
+  }
+  return status.code();
+}
+
 absl::StatusOr<EngineRequest> ToEngineRequest(const GenerationInput& in, const Tokenizer& tokenizer,
-                                              const RequestLimits& limits, std::string_view fallback_id) {
+                                              const RequestLimits& limits, std::string_view fallback_id,
+                                              ConstraintCompileReport* report) {
   const FieldNames& names = *in.names;
   EngineRequest out;
   if (in.request_id.size() > kMaxRequestIdBytes) {
@@ -231,6 +279,8 @@ absl::StatusOr<EngineRequest> ToEngineRequest(const GenerationInput& in, const T
   }
   // A backstop: the engine's own rules (same ranges as above).
   if (absl::Status s = out.stop.Validate(limits.vocab_size); !s.ok()) return s;
+  // Last: compiling a constraint is the costliest check (a cache hit is a lookup).
+  if (absl::Status s = CompileConstraint(in, limits, &out, report); !s.ok()) return s;
   return out;
 }
 
@@ -295,6 +345,7 @@ v1::FinishReason ToFinishReason(SequenceState state) {
     case SequenceState::kFinishedCancelled: return v1::FINISH_REASON_CANCELLED;
     case SequenceState::kFinishedDeadline: return v1::FINISH_REASON_DEADLINE;
     case SequenceState::kFinishedError: return v1::FINISH_REASON_ERROR;
+    case SequenceState::kFinishedConstraint: return v1::FINISH_REASON_CONSTRAINT;
     case SequenceState::kWaiting:
     case SequenceState::kRunning:
     case SequenceState::kPreempted:

@@ -6,7 +6,8 @@
 // field as its "param" (request_fields.h).
 //
 //   GenerationInput ──ToEngineRequest──▶ EngineRequest   (check fields, tokenize or render
-//                                                          the chat template, defaults)
+//                                                          the chat template, defaults,
+//                                                          compile the output constraint)
 //   GenerationDelta ──ToChunk──────────▶ Chunk
 //   GenerationFinal ──ToFinal──────────▶ Final            (+ FinalCallStatus: how the call ends)
 #pragma once
@@ -18,6 +19,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "constraint/constraint_spec.h"
 #include "llmserve/v1/llmserve.pb.h"
 #include "model/chat/chat_prompt.h"
 #include "model/tokenizer/tokenizer.h"
@@ -54,6 +57,17 @@ struct RequestLimits {
   // Bytes of text a request may carry before it is tokenized or rendered: GenerateRequest.text,
   // a chat input's roles, contents and tools_json together, TokenizeRequest.text (0 = no bound).
   int64_t max_prompt_bytes = 0;
+  // Compiles request constraints (the engine's cache, Engine::constraints()); null: a
+  // request with a constraint is refused (FAILED_PRECONDITION).
+  constraint::ConstraintCache* constraints = nullptr;
+};
+
+// What compiling a request's constraint took (for metrics).
+struct ConstraintCompileReport {
+  bool attempted = false;  // the request had a constraint and it reached the cache
+  constraint::ConstraintKind kind = constraint::ConstraintKind::kJson;
+  bool cache_hit = false;
+  absl::Duration time;     // the cache's Get: a lookup, or on a miss the compile (failed or not)
 };
 
 // A chat input's prompt: the rendered text and its ids.
@@ -73,9 +87,19 @@ absl::StatusOr<RenderedChat> RenderChat(const ChatConversation& chat, const Fiel
 // Validates `input` (errors in input.names' words), tokenizes its text or renders its chat,
 // applies the defaults. An unset max_tokens is 256 or, if less, what the context leaves
 // after the prompt. An empty request_id becomes `fallback_id`. The deadline is left
-// infinite (the caller sets it).
+// infinite (the caller sets it). Last, compiles input.constraint with limits.constraints
+// (on the caller's thread): its errors lead with input.constraint_field; INVALID_ARGUMENT
+// for what cannot be compiled, RESOURCE_EXHAUSTED (answered 400 over HTTP: the request's
+// fault, not the server's load) for a compile bound, FAILED_PRECONDITION without a cache.
+// `report` (may be null) says what the compile took.
 absl::StatusOr<EngineRequest> ToEngineRequest(const GenerationInput& input, const Tokenizer& tokenizer,
-                                              const RequestLimits& limits, std::string_view fallback_id);
+                                              const RequestLimits& limits, std::string_view fallback_id,
+                                              ConstraintCompileReport* report = nullptr);
+
+// The code a refusal counts under in request_failure_total: what HTTP answers with 400
+// (a constraint's compile bound, RESOURCE_EXHAUSTED over gRPC) is INVALID_ARGUMENT, so that
+// resource_exhausted keeps meaning a full waiting queue.
+absl::StatusCode RefusalCode(const absl::Status& status);
 
 // The proto enum for a finished state (UNSPECIFIED for a state that is not finished).
 llmserve::v1::FinishReason ToFinishReason(SequenceState state);
@@ -87,7 +111,7 @@ void ToChunk(GenerationDelta&& delta, llmserve::v1::Chunk* out);
 void ToFinal(const GenerationFinal& final_event, const std::string& request_id, llmserve::v1::Final* out);
 
 // How the call ends after the final message: OK when generation ended normally (EOS, stop,
-// length); ERROR: the engine's status (INTERNAL with the reason); DEADLINE:
+// length, constraint completed); ERROR: the engine's status (INTERNAL with the reason); DEADLINE:
 // DEADLINE_EXCEEDED; CANCELLED (the server shutting down): UNAVAILABLE.
 absl::Status FinalCallStatus(const GenerationFinal& final_event);
 

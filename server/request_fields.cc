@@ -41,6 +41,7 @@ FieldNames OpenAiNames() {
   n[F::kMessages] = {"messages", "messages"};
   n[F::kTools] = {"tools", "tools"};
   n[F::kChatText] = {"messages (roles, contents and tools)", "messages"};
+  n[F::kConstraint] = {"response_format", "response_format"};
   return n;
 }
 
@@ -65,6 +66,7 @@ const FieldNames& GrpcFieldNames() {
     n[F::kChatText] = {"chat (roles, contents and tools_json)", "chat"};
     n[F::kRenderedChat] = {"the rendered chat", "chat"};
     n[F::kRequestId] = {"request_id", "request_id"};
+    n[F::kConstraint] = {"constraint", "constraint"};
     return n;
   }();
   return names;

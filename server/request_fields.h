@@ -39,8 +39,10 @@ enum class RequestField {
   kStopTokenIds,
   kRequestId,
   kCacheSalt,
+  kConstraint,         // the output constraint (GenerationInput::constraint_field names the
+                       // exact field the caller used; this entry is the fallback)
 };
-inline constexpr size_t kNumRequestFields = static_cast<size_t>(RequestField::kCacheSalt) + 1;
+inline constexpr size_t kNumRequestFields = static_cast<size_t>(RequestField::kConstraint) + 1;
 
 // How a caller names one field.
 struct FieldName {

@@ -51,12 +51,13 @@ GAUGES = ["num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
           "kv_cache_num_blocks", "kv_cache_blocks_used", "kv_cache_blocks_cached", "engine_config_info"]
 COUNTERS = ["prompt_tokens_total", "generation_tokens_total", "request_success_total",
             "request_failure_total", "num_preemptions_total", "prefix_cache_queries_total",
-            "prefix_cache_hits_total", "prefix_cache_evictions_total"]
+            "prefix_cache_hits_total", "prefix_cache_evictions_total",
+            "constrained_requests_total", "constraint_cache_lookups_total"]
 HISTOGRAMS = ["time_to_first_token_seconds", "inter_token_latency_seconds",
               "e2e_request_latency_seconds", "request_queue_time_seconds",
               "request_prefill_time_seconds", "request_decode_time_seconds",
               "request_prompt_tokens", "request_generation_tokens", "iteration_tokens",
-              "engine_step_duration_seconds"]
+              "engine_step_duration_seconds", "constraint_compile_seconds", "constraint_mask_seconds"]
 KNOWN = {"llmserve_" + n for n in GAUGES + COUNTERS}
 for h in HISTOGRAMS:
     KNOWN |= {"llmserve_%s%s" % (h, s) for s in ("_bucket", "_sum", "_count")}

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "model/tokenizer/tokenizer_loader.h"
+#include "scheduler/constraint_vocabulary.h"
 
 namespace llmserve::fuzz {
 namespace {
@@ -35,6 +36,13 @@ const FuzzService& TheFuzzService(const char* tokenizer_path) {
     s->limits.max_context = kContext;
     s->limits.chat = s->chat.get();
     s->limits.max_prompt_bytes = DefaultMaxPromptBytes(kContext);
+    auto vocab = ConstraintVocabulary(*s->tokenizer, {s->tokenizer->eos_id()});
+    if (!vocab.ok()) {
+      std::cerr << "fuzz service: " << vocab.status() << "\n";
+      std::abort();
+    }
+    s->constraints = std::make_unique<constraint::ConstraintCache>(*std::move(vocab), constraint::CompileLimits(), 64);
+    s->limits.constraints = s->constraints.get();
     return s;
   }();
   return *service;

@@ -1,6 +1,7 @@
 // What the request fuzzers (request_fuzzer: gRPC's wire bytes; openai_request_fuzzer:
 // OpenAI JSON) check requests against, as the service does: a llama2.c tokenizer, a ChatML
-// template and stories260K's context. Built once per process.
+// template, stories260K's context and a constraint cache over the tokenizer's vocabulary
+// (structured outputs compile as in the service). Built once per process.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,7 @@ namespace llmserve::fuzz {
 struct FuzzService {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<ChatPrompter> chat;
+  std::unique_ptr<constraint::ConstraintCache> constraints;  // as an engine's (limits.constraints)
   RequestLimits limits;
 };
 

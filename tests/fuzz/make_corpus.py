@@ -229,9 +229,17 @@ def openai_request_seeds():
                          {"role": "user", "content": [{"type": "text", "text": "Hi \u00e9"}]}],
             "max_completion_tokens": 4, "logprobs": True, "top_logprobs": 3,
             "tools": [{"type": "function", "function": {"name": "f"}}], "add_generation_prompt": True}
+    schema = ('{"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, '
+              '"age": {"type": "integer", "minimum": 0}}, "required": ["name", "age"]}')
+    response_format = ('{"prompt": "x", "max_tokens": 8, "response_format": {"type": "json_schema", '
+                       '"json_schema": {"name": "p", "strict": true, "schema": %s, "whitespace": "flexible"}}}' % schema)
+    structured = {"messages": [{"role": "user", "content": "Hi"}],
+                  "structured_outputs": {"choice": ["yes", "no"]}, "guided_regex": None, "grammar": None}
     return [("completion_text", b"\0" + json.dumps(completion).encode()),
             ("completion_tokens", b"\0" + json.dumps(tokens).encode()),
-            ("chat", b"\1" + json.dumps(chat, ensure_ascii=False).encode())]
+            ("chat", b"\1" + json.dumps(chat, ensure_ascii=False).encode()),
+            ("response_format", b"\0" + response_format.encode()),
+            ("structured_outputs", b"\1" + json.dumps(structured).encode())]
 
 
 def http_request_seeds():

@@ -39,6 +39,11 @@ void AddEvent(const json& ev, HttpResult* r) {
 }  // namespace
 
 HttpResult PostJson(int port, const std::string& path, const json& body, const std::string& api_key) {
+  return PostRawJson(port, path, body.dump(), api_key);
+}
+
+HttpResult PostRawJson(int port, const std::string& path, const std::string& body_text, const std::string& api_key) {
+  const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
   HttpResult r;
   httplib::Client cli("127.0.0.1", port);
   cli.set_connection_timeout(10);
@@ -48,8 +53,8 @@ HttpResult PostJson(int port, const std::string& path, const json& body, const s
   req.path = path;
   req.headers = Auth(api_key);
   req.headers.emplace("Content-Type", "application/json");
-  req.body = body.dump();
-  const bool stream = body.value("stream", false);
+  req.body = body_text;
+  const bool stream = body.is_object() && body.value("stream", false);
   std::string pending, whole;
   req.response_handler = [&](const httplib::Response& head) {
     for (const auto& [name, value] : head.headers) r.headers[name] = value;

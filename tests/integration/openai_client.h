@@ -30,6 +30,9 @@ struct HttpResult {
 // POST `path` on 127.0.0.1:port with `body`; streams when body["stream"] is true. `api_key`
 // non-empty adds "Authorization: Bearer <key>".
 HttpResult PostJson(int port, const std::string& path, const nlohmann::json& body, const std::string& api_key = "");
+// The same with the body's text as given (nlohmann::json would sort object keys).
+HttpResult PostRawJson(int port, const std::string& path, const std::string& body_text,
+                       const std::string& api_key = "");
 
 // GET `path`: the status, the body (raw) and parsed as JSON (null if not JSON).
 HttpResult GetJson(int port, const std::string& path, const std::string& api_key = "");

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 #include "llmserve/v1/llmserve.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "tests/util/subprocess.h"
+#include "tests/util/test_assets.h"
 
 namespace {
 
@@ -236,6 +238,34 @@ TEST_F(LlmctlTest, FlagsReachTheRequest) {
        [](auto& r) { return r.has_tokens() && r.tokens().ids_size() == 3 && r.tokens().ids(2) == 3; }},
       {{"--", "--not-a-flag"}, [](auto& r) { return r.text() == "--not-a-flag"; }},
   };
+  // Structured output: each flag fills GenerateRequest.constraint.
+  const std::string dir = llmserve::testing::ScratchDir("llmctl_constraint");
+  const std::string schema_path = dir + "/schema.json", grammar_path = dir + "/grammar.gbnf";
+  const std::string schema = R"({"type": "object", "properties": {"b": {}, "a": {}}})";
+  const std::string grammar = "root ::= \"yes\" | \"no\"\n";
+  std::ofstream(schema_path) << schema;
+  std::ofstream(grammar_path) << grammar;
+  const std::vector<Case> constraint_cases = {
+      {{"p"}, [](auto& r) { return !r.has_constraint(); }},
+      {{"--json-schema", schema_path, "p"},
+       [&](auto& r) { return r.constraint().json_schema() == schema && !r.constraint().flexible_whitespace(); }},
+      {{"--json-schema", schema_path, "--flexible-whitespace", "p"},
+       [&](auto& r) { return r.constraint().json_schema() == schema && r.constraint().flexible_whitespace(); }},
+      {{"--json-object", "p"}, [](auto& r) { return r.constraint().has_json_object(); }},
+      {{"--regex", "[0-9]+", "p"}, [](auto& r) { return r.constraint().regex() == "[0-9]+"; }},
+      {{"--choice", "red|green|", "p"},
+       [](auto& r) {
+         return r.constraint().choice().choices_size() == 3 && r.constraint().choice().choices(1) == "green" &&
+                r.constraint().choice().choices(2).empty();
+       }},
+      {{"--grammar", grammar_path, "p"}, [&](auto& r) { return r.constraint().grammar() == grammar; }},
+  };
+  for (const Case& c : constraint_cases) {
+    const std::string label = ::testing::PrintToString(c.args);
+    const ProcessResult r = Llmctl("generate", c.args);
+    EXPECT_EQ(r.exit_code, 0) << label << ": " << r.err;
+    EXPECT_TRUE(c.check(service_->last())) << label << ": " << service_->last().DebugString();
+  }
   for (const Case& c : cases) {
     const std::string label = ::testing::PrintToString(c.args);
     const ProcessResult r = Llmctl("generate", c.args);
@@ -327,6 +357,10 @@ TEST_F(LlmctlTest, UsageErrorsExitTwo) {
       {"generate", "--max-tokens"},          // missing value
       {"generate", "--ignore-eos=1", "a"},   // switch with a value
       {"generate", "\xff\xfe"},              // not UTF-8
+      {"generate", "--regex", "a", "--json-object", "p"},   // two constraints
+      {"generate", "--flexible-whitespace", "p"},           // whitespace without a JSON constraint
+      {"generate", "--json-schema", "/nonexistent/schema.json", "p"},  // unreadable file
+      {"chat", "--grammar", "/nonexistent/g.gbnf"},
       {"detokenize", "1", "two"},            // not an id
       {"info", "extra"},
       {"frobnicate"},

@@ -261,6 +261,42 @@ TEST(MetricsTest, TraceLevelLogsOneLinePerStep) {
             "sample 0.000 ms, emit 0.000 ms\n");
 }
 
+// Constraint metrics: requests by kind and cache hits/misses at compile time (the compile
+// histogram only on misses), and each step's masks at their mean in the mask histogram.
+TEST(MetricsTest, ConstraintCompilesAndMasks) {
+  prometheus::Registry registry;
+  auto m = Metrics::Create(registry, "llmserve_", "m", Info());
+  ASSERT_TRUE(m.ok()) << m.status();
+  using K = constraint::ConstraintKind;
+  (*m)->RecordConstraintCompile(K::kJsonSchema, /*cache_hit=*/false, absl::Milliseconds(30));
+  (*m)->RecordConstraintCompile(K::kJsonSchema, /*cache_hit=*/true, absl::Microseconds(2));
+  (*m)->RecordConstraintCompile(K::kRegex, /*cache_hit=*/false, absl::Milliseconds(2));
+  (*m)->RecordConstraintCompile(K::kGrammar, /*cache_hit=*/true, absl::Microseconds(1));
+  StepReport r;
+  r.decode_tokens = 4;
+  r.constraint_masks = 4;
+  r.constraint_mask_time = absl::Microseconds(400);  // 100 us each
+  (*m)->OnStep(r);
+  r.constraint_masks = 0;  // a step without constrained rows adds nothing
+  r.constraint_mask_time = absl::ZeroDuration();
+  (*m)->OnStep(r);
+  const auto s = ParsePromText(prometheus::TextSerializer().Serialize(registry.Collect()));
+  EXPECT_EQ(Value(s, "llmserve_constrained_requests_total", {{"kind", "json_schema"}}), 2);
+  EXPECT_EQ(Value(s, "llmserve_constrained_requests_total", {{"kind", "regex"}}), 1);
+  EXPECT_EQ(Value(s, "llmserve_constrained_requests_total", {{"kind", "grammar"}}), 1);
+  EXPECT_EQ(Value(s, "llmserve_constrained_requests_total", {{"kind", "choice"}}), 0);
+  EXPECT_EQ(Value(s, "llmserve_constrained_requests_total", {{"kind", "json"}}), 0);
+  EXPECT_EQ(Value(s, "llmserve_constraint_cache_lookups_total", {{"result", "hit"}}), 2);
+  EXPECT_EQ(Value(s, "llmserve_constraint_cache_lookups_total", {{"result", "miss"}}), 2);
+  EXPECT_EQ(Value(s, "llmserve_constraint_compile_seconds_count"), 2);
+  EXPECT_NEAR(Value(s, "llmserve_constraint_compile_seconds_sum"), 0.032, 1e-9);
+  EXPECT_EQ(Value(s, "llmserve_constraint_mask_seconds_count"), 4);
+  EXPECT_NEAR(Value(s, "llmserve_constraint_mask_seconds_sum"), 0.0004, 1e-12);
+  EXPECT_EQ(Value(s, "llmserve_constraint_mask_seconds_bucket", {{"le", "5e-05"}}), 0);
+  EXPECT_EQ(Value(s, "llmserve_constraint_mask_seconds_bucket", {{"le", "0.0001"}}), 4);
+  EXPECT_EQ(Value(s, "llmserve_constraint_mask_seconds_bucket", {{"le", "+Inf"}}), 4);
+}
+
 TEST(MetricsTest, EverySeriesHasModelNameAndThePrefix) {
   for (const std::string prefix : {"llmserve_", "vllm:"}) {
     SCOPED_TRACE(prefix);
@@ -284,7 +320,9 @@ TEST(MetricsTest, EverySeriesHasModelNameAndThePrefix) {
                           "request_queue_time_seconds_count", "request_prefill_time_seconds_count",
                           "request_decode_time_seconds_count", "request_prompt_tokens_count",
                           "request_generation_tokens_count", "iteration_tokens_count",
-                          "engine_step_duration_seconds_count"}) {
+                          "engine_step_duration_seconds_count", "constrained_requests_total",
+                          "constraint_cache_lookups_total", "constraint_compile_seconds_count",
+                          "constraint_mask_seconds_count"}) {
       EXPECT_TRUE(names.contains(n)) << prefix << n;
     }
     EXPECT_EQ(Value(s, prefix + "generation_tokens_total"), 2);

@@ -4,11 +4,15 @@
 // objects. (Values out of range are request_fields_test's: both protocols, one check.)
 #include "server/openai_request.h"
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/http_status.h"
+#include "server/openai_constraint.h"
 
 namespace llmserve {
 namespace {
@@ -142,7 +146,7 @@ TEST(OpenAiRequestTest, BadBodiesNameTheField) {
       {kC, R"({"prompt": "x", "logprobs": true})", "logprobs"},
       {kC, R"({"prompt": "x", "model": 4})", "model"},
       {kC, R"({"prompt": "x", "user": 4})", "user"},
-      {kC, R"({"prompt": "x", "response_format": {"type": "json_object"}})", "response_format"},
+      {kC, R"({"prompt": "x", "response_format": {"type": "xml"}})", "response_format.type"},
       {kC, R"({"prompt": "x", "stop_token_ids": 3})", "stop_token_ids"},
       {kChat, R"({})", "messages"},
       {kChat, R"({"messages": {}})", "messages"},
@@ -188,6 +192,181 @@ TEST(HttpStatusTest, CodesAndErrorObjects) {
   const HttpError named = ToHttpError(WithParam(absl::InvalidArgumentError("prompt (3) + max_tokens"), "max_tokens"));
   EXPECT_EQ(named.body["error"]["param"], "max_tokens");
   EXPECT_EQ(named.body["error"]["message"], "prompt (3) + max_tokens");
+}
+
+
+// Structured outputs (server/openai_constraint.h): every accepted form becomes one
+// ConstraintSpec, named by the field the client used.
+struct ConstraintForm {
+  const char* body_fields;  // merged into {"prompt": "x", ...}
+  constraint::ConstraintKind kind;
+  const char* text;         // the spec's text
+  std::vector<std::string> choices;
+  bool object_only;
+  bool flexible;
+  const char* field;        // GenerationInput::constraint_field
+};
+
+TEST(OpenAiConstraintTest, EveryAcceptedForm) {
+  using K = constraint::ConstraintKind;
+  const std::vector<ConstraintForm> forms = {
+      {R"("response_format": {"type": "json_object"})", K::kJson, "", {}, true, false, "response_format"},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"name": "p", "strict": true,
+          "schema": {"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}}}})",
+       K::kJsonSchema, R"({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}})", {},
+       false, false, "response_format.json_schema.schema"},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"schema": true, "whitespace": "flexible"}})",
+       K::kJsonSchema, "true", {}, false, true, "response_format.json_schema.schema"},
+      {R"("structured_outputs": {"json": {"z": 1, "type": "array"}})", K::kJsonSchema, R"({"z": 1, "type": "array"})",
+       {}, false, false, "structured_outputs.json"},
+      {R"("structured_outputs": {"json": "{\"type\": \"string\"}", "whitespace": "flexible"})", K::kJsonSchema,
+       R"({"type": "string"})", {}, false, true, "structured_outputs.json"},
+      {R"("structured_outputs": {"regex": "[a-z]+", "whitespace": "flexible"})", K::kRegex, "[a-z]+", {}, false, false,
+       "structured_outputs.regex"},
+      {R"("structured_outputs": {"choice": ["yes", "no", ""]})", K::kChoice, "", {"yes", "no", ""}, false, false,
+       "structured_outputs.choice"},
+      {R"("structured_outputs": {"grammar": "root ::= \"a\""})", K::kGrammar, R"(root ::= "a")", {}, false, false,
+       "structured_outputs.grammar"},
+      {R"("structured_outputs": {"json_object": true, "whitespace": "compact"})", K::kJson, "", {}, true, false,
+       "structured_outputs.json_object"},
+      {R"("guided_json": {"type": "object"})", K::kJsonSchema, R"({"type": "object"})", {}, false, false,
+       "guided_json"},
+      {R"("guided_json": "{}")", K::kJsonSchema, "{}", {}, false, false, "guided_json"},
+      {R"("guided_regex": "\\d+")", K::kRegex, R"(\d+)", {}, false, false, "guided_regex"},
+      {R"("guided_choice": ["a", "b"])", K::kChoice, "", {"a", "b"}, false, false, "guided_choice"},
+      {R"("guided_grammar": "root ::= [0-9]")", K::kGrammar, "root ::= [0-9]", {}, false, false, "guided_grammar"},
+      {R"("json_schema": {"type":"object","properties":{"y":{},"x":{}}})", K::kJsonSchema,
+       R"({"type":"object","properties":{"y":{},"x":{}}})", {}, false, false, "json_schema"},
+      {R"("grammar": "root ::= \"b\"")", K::kGrammar, R"(root ::= "b")", {}, false, false, "grammar"},
+      // Another form set to null or text-only beside one: still one constraint.
+      {R"("response_format": {"type": "text"}, "guided_regex": "a", "guided_json": null)", K::kRegex, "a", {}, false,
+       false, "guided_regex"},
+  };
+  for (OpenAiEndpoint e : {OpenAiEndpoint::kCompletions, OpenAiEndpoint::kChatCompletions}) {
+    for (const ConstraintForm& f : forms) {
+      const std::string body = e == OpenAiEndpoint::kCompletions
+                                   ? absl::StrCat(R"({"prompt": "x", )", f.body_fields, "}")
+                                   : absl::StrCat(R"({"messages": [], )", f.body_fields, "}");
+      SCOPED_TRACE(body);
+      const OpenAiRequest r = Parse(e, body);
+      ASSERT_TRUE(r.input.constraint.has_value());
+      const constraint::ConstraintSpec& spec = *r.input.constraint;
+      EXPECT_EQ(spec.kind, f.kind);
+      EXPECT_EQ(spec.text, f.text);
+      EXPECT_EQ(spec.choices, f.choices);
+      EXPECT_EQ(spec.object_only, f.object_only);
+      EXPECT_EQ(spec.whitespace_flexible, f.flexible);
+      EXPECT_EQ(r.input.constraint_field, f.field);
+    }
+  }
+  // No constraint: none of the fields, or response_format text.
+  EXPECT_FALSE(Parse(OpenAiEndpoint::kCompletions, R"({"prompt": "x"})").input.constraint.has_value());
+  EXPECT_FALSE(Parse(OpenAiEndpoint::kCompletions, R"({"prompt": "x", "response_format": {"type": "text"}})")
+                   .input.constraint.has_value());
+  EXPECT_FALSE(Parse(OpenAiEndpoint::kCompletions, R"({"prompt": "x", "structured_outputs": {"json_object": false,
+                     "regex": null, "json": "{}"}, "structured_outputs": null})")
+                   .input.constraint.has_value());
+}
+
+// The schema's text is the client's, key order and all (the output's property order
+// follows it), even where the parsed body would sort the keys.
+TEST(OpenAiConstraintTest, SchemaTextKeepsTheClientsKeyOrder) {
+  const std::string schema =
+      R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"},)"
+      R"("mid":{"enum":["b","a"]}},"required":["zeta","alpha"]})";
+  const OpenAiRequest r = Parse(OpenAiEndpoint::kChatCompletions,
+                                absl::StrCat(R"({"response_format": {"json_schema": {"schema": )", schema,
+                                             R"(, "name": "n"}, "type": "json_schema"}, "messages": []})"));
+  ASSERT_TRUE(r.input.constraint.has_value());
+  EXPECT_EQ(r.input.constraint->text, schema);
+}
+
+TEST(OpenAiConstraintTest, RawJsonValue) {
+  auto raw = [](std::string_view text, std::vector<std::string_view> path) {
+    std::optional<std::string_view> v = RawJsonValue(text, path);
+    return v.has_value() ? std::string(*v) : std::string("<none>");
+  };
+  EXPECT_EQ(raw(R"({"a": {"b": [1, {"c": "}"}], "d": 2}})", {"a", "b"}), R"([1, {"c": "}"}])");
+  EXPECT_EQ(raw(R"({"a": {"b": [1, {"c": "}"}], "d": 2}})", {"a", "d"}), "2");
+  EXPECT_EQ(raw(R"( { "a" : "q\"}" , "b":true } )", {"a"}), R"("q\"}")");
+  EXPECT_EQ(raw(R"({"a": 1, "a": {"x": null}})", {"a"}), R"({"x": null})");  // the last, as the parser keeps
+  EXPECT_EQ(raw(R"({"s\u0063hema": {"k": 1}})", {"schema"}), R"({"k": 1})");  // escaped key
+  EXPECT_EQ(raw("\xEF\xBB\xBF{\"a\": -1.5e3}", {"a"}), "-1.5e3");              // byte order mark
+  EXPECT_EQ(raw(R"({"a": {"b": 1}})", {"a", "c"}), "<none>");
+  EXPECT_EQ(raw(R"({"a": [1]})", {"a", "b"}), "<none>");
+  EXPECT_EQ(raw(R"([{"a": 1}])", {"a"}), "<none>");
+  EXPECT_EQ(raw(R"({"a": 1})", {}), "<none>");
+  // Deep nesting costs the scan no stack.
+  const std::string deep = absl::StrCat(R"({"x": )", std::string(200000, '['), std::string(200000, ']'), "}");
+  EXPECT_EQ(raw(deep, {"x"}).size(), 400000u);
+}
+
+// Each bad constraint: INVALID_ARGUMENT, HTTP 400, the field named as "param" and leading
+// the message.
+TEST(OpenAiConstraintTest, BadConstraintsNameTheField) {
+  struct Case {
+    const char* fields;
+    const char* param;
+    const char* message;  // a part of the message
+  };
+  const Case cases[] = {
+      {R"("response_format": "json")", "response_format", "must be an object"},
+      {R"("response_format": {})", "response_format.type", "is required: text, json_object or json_schema"},
+      {R"("response_format": {"type": 1})", "response_format.type", "must be a string"},
+      {R"("response_format": {"type": "xml"})", "response_format.type", "\"xml\" is not supported"},
+      {R"("response_format": {"type": "json_schema"})", "response_format.json_schema", "must be an object"},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"name": "n"}})",
+       "response_format.json_schema.schema", "is required"},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"schema": 3}})",
+       "response_format.json_schema.schema", "must be a JSON Schema"},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"schema": "{}"}})",
+       "response_format.json_schema.schema", "must be a JSON Schema (an object)"},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}, "name": 1}})",
+       "response_format.json_schema.name", "must be a string"},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}, "strict": "yes"}})",
+       "response_format.json_schema.strict", "must be a boolean"},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}, "whitespace": "lots"}})",
+       "response_format.json_schema.whitespace", "must be \"compact\""},
+      {R"("structured_outputs": [])", "structured_outputs", "must be an object"},
+      {R"("structured_outputs": {})", "structured_outputs", "must set one of json, regex, choice, grammar"},
+      {R"("structured_outputs": {"json": 5})", "structured_outputs.json", "must be a JSON Schema"},
+      {R"("structured_outputs": {"regex": 5})", "structured_outputs.regex", "must be a string"},
+      {R"("structured_outputs": {"choice": "a|b"})", "structured_outputs.choice", "must be a list of strings"},
+      {R"("structured_outputs": {"choice": ["a", 1]})", "structured_outputs.choice", "must be a list of strings"},
+      {R"("structured_outputs": {"grammar": {}})", "structured_outputs.grammar", "must be a string"},
+      {R"("structured_outputs": {"json_object": "yes"})", "structured_outputs.json_object", "must be a boolean"},
+      {R"("structured_outputs": {"structural_tag": "{}"})", "structured_outputs.structural_tag",
+       "is not supported"},
+      {R"("structured_outputs": {"regex": "a", "whitespace": true})", "structured_outputs.whitespace",
+       "must be \"compact\""},
+      {R"("guided_json": 1)", "guided_json", "must be a JSON Schema"},
+      {R"("guided_regex": ["a"])", "guided_regex", "must be a string"},
+      {R"("guided_choice": "a")", "guided_choice", "must be a list of strings"},
+      {R"("guided_grammar": 1)", "guided_grammar", "must be a string"},
+      {R"("json_schema": "{}")", "json_schema", "must be a JSON Schema (an object)"},
+      {R"("grammar": ["root"])", "grammar", "must be a string"},
+      // Two constraints: both named.
+      {R"("response_format": {"type": "json_object"}, "guided_regex": "a")", "response_format",
+       "response_format and guided_regex both constrain the output"},
+      {R"("structured_outputs": {"json": {}, "regex": "a"})", "structured_outputs.json",
+       "structured_outputs.json and structured_outputs.regex both constrain the output"},
+      {R"("json_schema": {}, "grammar": "root ::= \"a\"")", "json_schema",
+       "json_schema and grammar both constrain the output"},
+      {R"("guided_choice": ["a"], "structured_outputs": {"choice": ["a"]})", "structured_outputs.choice",
+       "structured_outputs.choice and guided_choice both constrain the output"},
+  };
+  for (const Case& c : cases) {
+    const std::string body = absl::StrCat(R"({"prompt": "x", )", c.fields, "}");
+    absl::StatusOr<OpenAiRequest> r = ParseOpenAiRequest(OpenAiEndpoint::kCompletions, body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << body;
+    const HttpError e = ToHttpError(r.status());
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.body["error"]["param"], c.param) << body << " " << e.body;
+    const std::string message = e.body["error"]["message"];
+    EXPECT_EQ(message.rfind(c.param, 0), 0u) << body << ": " << message;
+    EXPECT_NE(message.find(c.message), std::string::npos) << body << ": " << message;
+  }
 }
 
 }  // namespace

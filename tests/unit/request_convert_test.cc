@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "scheduler/constraint_vocabulary.h"
 #include "server/proto_wire.h"
 #include "tests/util/fake_engine_model.h"
 
@@ -289,10 +290,86 @@ TEST(RequestConvertTest, FinishReasons) {
       {SequenceState::kFinishedCancelled, v1::FINISH_REASON_CANCELLED},
       {SequenceState::kFinishedDeadline, v1::FINISH_REASON_DEADLINE},
       {SequenceState::kFinishedError, v1::FINISH_REASON_ERROR},
+      {SequenceState::kFinishedConstraint, v1::FINISH_REASON_CONSTRAINT},
       {SequenceState::kRunning, v1::FINISH_REASON_UNSPECIFIED},
       {SequenceState::kWaiting, v1::FINISH_REASON_UNSPECIFIED},
   };
   for (const auto& [state, reason] : table) EXPECT_EQ(ToFinishReason(state), reason) << SequenceStateName(state);
+}
+
+// Each OutputConstraint kind becomes its ConstraintSpec, named as the gRPC field.
+TEST(RequestConvertTest, ConstraintKindsMapToSpecs) {
+  using K = constraint::ConstraintKind;
+  v1::GenerateRequest r = TextRequest("the cat");
+  EXPECT_FALSE(FromGenerateRequest(r).constraint.has_value());
+  r.mutable_constraint()->set_flexible_whitespace(true);  // no kind: unconstrained
+  EXPECT_FALSE(FromGenerateRequest(r).constraint.has_value());
+
+  r.mutable_constraint()->set_json_schema(R"({"type":"object"})");
+  GenerationInput in = FromGenerateRequest(r);
+  ASSERT_TRUE(in.constraint.has_value());
+  EXPECT_EQ(in.constraint->kind, K::kJsonSchema);
+  EXPECT_EQ(in.constraint->text, R"({"type":"object"})");
+  EXPECT_TRUE(in.constraint->whitespace_flexible);
+  EXPECT_EQ(in.constraint_field, "constraint.json_schema");
+
+  r.mutable_constraint()->mutable_json_object();
+  in = FromGenerateRequest(r);
+  EXPECT_EQ(in.constraint->kind, K::kJson);
+  EXPECT_TRUE(in.constraint->object_only);
+  EXPECT_EQ(in.constraint_field, "constraint.json_object");
+
+  r.mutable_constraint()->set_flexible_whitespace(false);
+  r.mutable_constraint()->set_regex("[a-z]+");
+  in = FromGenerateRequest(r);
+  EXPECT_EQ(in.constraint->kind, K::kRegex);
+  EXPECT_EQ(in.constraint->text, "[a-z]+");
+  EXPECT_FALSE(in.constraint->whitespace_flexible);
+  EXPECT_EQ(in.constraint_field, "constraint.regex");
+
+  r.mutable_constraint()->mutable_choice()->add_choices("yes");
+  r.mutable_constraint()->mutable_choice()->add_choices("");
+  in = FromGenerateRequest(r);
+  EXPECT_EQ(in.constraint->kind, K::kChoice);
+  EXPECT_EQ(in.constraint->choices, (std::vector<std::string>{"yes", ""}));
+  EXPECT_EQ(in.constraint_field, "constraint.choice.choices");
+
+  r.mutable_constraint()->set_grammar("root ::= \"a\"");
+  in = FromGenerateRequest(r);
+  EXPECT_EQ(in.constraint->kind, K::kGrammar);
+  EXPECT_EQ(in.constraint->text, "root ::= \"a\"");
+  EXPECT_EQ(in.constraint_field, "constraint.grammar");
+}
+
+// ToEngineRequest compiles through the cache and reports what it took; a second request
+// with the same constraint is a hit and gets the same compiled constraint.
+TEST(RequestConvertTest, ConstraintsCompileThroughTheCache) {
+  auto vocab = ConstraintVocabulary(Tiny(), {2});
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  constraint::ConstraintCache cache(*vocab, constraint::CompileLimits(), 4);
+  RequestLimits limits = Limits();
+  limits.constraints = &cache;
+  v1::GenerateRequest r = TextRequest("the cat");
+  r.mutable_constraint()->mutable_choice()->add_choices("dog");
+  ConstraintCompileReport first, second, none;
+  auto a = ToEngineRequest(FromGenerateRequest(r), Tiny(), limits, "a", &first);
+  auto b = ToEngineRequest(FromGenerateRequest(r), Tiny(), limits, "b", &second);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_NE(a->constraint, nullptr);
+  EXPECT_EQ(a->constraint, b->constraint);
+  EXPECT_TRUE(first.attempted);
+  EXPECT_FALSE(first.cache_hit);
+  EXPECT_EQ(first.kind, constraint::ConstraintKind::kChoice);
+  EXPECT_TRUE(second.cache_hit);
+  EXPECT_TRUE(ToEngineRequest(FromGenerateRequest(TextRequest("the cat")), Tiny(), limits, "c", &none).ok());
+  EXPECT_FALSE(none.attempted);
+  // A request refused before the compile (its prompt) compiles nothing.
+  v1::GenerateRequest bad = r;
+  bad.set_text("");
+  ConstraintCompileReport refused;
+  EXPECT_FALSE(ToEngineRequest(FromGenerateRequest(bad), Tiny(), limits, "d", &refused).ok());
+  EXPECT_FALSE(refused.attempted);
 }
 
 TEST(RequestConvertTest, ChunkAndFinal) {
@@ -401,7 +478,13 @@ TEST(RequestConvertTest, TokenizeAndDetokenize) {
 
 // Appends a length-delimited field (wire type 2) to `wire`.
 void AddBytesField(int number, const std::string& value, std::string* wire) {
-  wire->push_back(static_cast<char>((number << 3) | 2));
+  const int tag = (number << 3) | 2;
+  if (tag >= 128) {  // a two-byte varint (field numbers 16..2047)
+    wire->push_back(static_cast<char>((tag & 0x7F) | 0x80));
+    wire->push_back(static_cast<char>(tag >> 7));
+  } else {
+    wire->push_back(static_cast<char>(tag));
+  }
   wire->push_back(static_cast<char>(value.size()));  // < 128 here
   *wire += value;
 }
@@ -411,8 +494,16 @@ TEST(ProtoWireTest, InvalidUtf8NamesTheField) {
     std::vector<std::pair<int, std::string>> fields;
     const char* message;
   };
+  std::string regex, choices;
+  AddBytesField(3, "a\xFF", &regex);                       // OutputConstraint.regex
+  AddBytesField(1, "ok", &choices);                        // ChoiceList.choices
+  AddBytesField(1, "\xC3", &choices);
+  std::string choice;
+  AddBytesField(4, choices, &choice);                      // OutputConstraint.choice
   const std::vector<Case> cases = {
       {{{2, "ok\xFF"}}, "text must be valid UTF-8"},
+      {{{2, "fine"}, {21, regex}}, "constraint.regex must be valid UTF-8"},
+      {{{2, "fine"}, {21, choice}}, "constraint.choice.choices[1] must be valid UTF-8"},
       {{{1, "id\xC0\x80"}, {2, "fine"}}, "request_id must be valid UTF-8"},
       {{{2, "fine"}, {14, "a"}, {14, "\xED\xA0\x80"}}, "stop[1] must be valid UTF-8"},
   };

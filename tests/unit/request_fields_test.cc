@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "model/chat/chat_prompt.h"
 #include "nlohmann/json.hpp"
+#include "scheduler/constraint_vocabulary.h"
 #include "server/generation_input.h"
 #include "server/http_status.h"
 #include "server/openai_request.h"
@@ -62,11 +63,22 @@ const ChatPrompter& Prompter() {
   return *p;
 }
 
+// Constraints compiled against the tiny vocabulary (EOS 2), as an engine's cache.
+constraint::ConstraintCache& Constraints() {
+  static constraint::ConstraintCache* cache = [] {
+    auto vocab = ConstraintVocabulary(Tiny(), {2});
+    EXPECT_TRUE(vocab.ok()) << vocab.status();
+    return new constraint::ConstraintCache(*vocab, constraint::CompileLimits(), 16);
+  }();
+  return *cache;
+}
+
 RequestLimits BaseLimits() {
   RequestLimits l;
   l.vocab_size = kVocab;
   l.max_context = kContext;
   l.chat = &Prompter();
+  l.constraints = &Constraints();
   return l;
 }
 
@@ -289,6 +301,36 @@ std::vector<Row> Rows() {
        .grpc = [](auto& r) { r.set_cache_salt(std::string(257, 's')); },
        .http = {{"cache_salt", std::string(257, 's')}},
        .grpc_name = "cache_salt", .http_name = "cache_salt", .message = "{} must be at most 256 bytes, got 257"},
+      // The output constraint: named by the field the caller used (each HTTP dialect's own).
+      {.name = "schema keyword", .field = F::kConstraint, .api = kC,
+       .grpc = [](auto& r) { r.mutable_constraint()->set_json_schema(R"({"multipleOf":3,"type":"number"})"); },
+       .http = {{"response_format",
+                 {{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", {{"type", "number"},
+                                                                                      {"multipleOf", 3}}}}}}}},
+       .grpc_name = "constraint.json_schema", .http_name = "response_format.json_schema.schema",
+       .message = "{}: unsupported keyword \"multipleOf\" at ", .exact = false},
+      {.name = "schema property keyword", .field = F::kConstraint, .api = kChat,
+       .grpc = [](auto& r) {
+         r.mutable_constraint()->set_json_schema(R"({"properties":{"a":{"multipleOf":2}},"type":"object"})");
+       },
+       .http = {{"structured_outputs", {{"json", {{"type", "object"}, {"properties", {{"a", {{"multipleOf", 2}}}}}}}}}},
+       .grpc_name = "constraint.json_schema", .http_name = "structured_outputs.json",
+       .message = "{}: unsupported keyword \"multipleOf\" at /properties/a", .exact = false},
+      {.name = "regex syntax", .field = F::kConstraint, .api = kChat,
+       .grpc = [](auto& r) { r.mutable_constraint()->set_regex("(ab"); }, .http = {{"guided_regex", "(ab"}},
+       .grpc_name = "constraint.regex", .http_name = "guided_regex", .message = "{}: regex: ", .exact = false},
+      {.name = "no choices", .field = F::kConstraint, .api = kC,
+       .grpc = [](auto& r) { r.mutable_constraint()->mutable_choice(); },
+       .http = {{"structured_outputs", {{"choice", json::array()}}}}, .grpc_name = "constraint.choice.choices",
+       .http_name = "structured_outputs.choice", .message = "{}: a choice constraint needs at least one choice"},
+      {.name = "grammar without root", .field = F::kConstraint, .api = kC,
+       .grpc = [](auto& r) { r.mutable_constraint()->set_grammar("start ::= \"a\""); },
+       .http = {{"grammar", "start ::= \"a\""}}, .grpc_name = "constraint.grammar", .http_name = "grammar",
+       .message = "{}: ", .exact = false},
+      {.name = "schema not JSON", .field = F::kConstraint, .api = kC,
+       .grpc = [](auto& r) { r.mutable_constraint()->set_json_schema("{nope"); },
+       .http = {{"guided_json", "{nope"}}, .grpc_name = "constraint.json_schema", .http_name = "guided_json",
+       .message = "{}: the JSON Schema is not valid JSON", .exact = false},
   };
 }
 
@@ -378,6 +420,76 @@ TEST(RequestFieldsTest, EveryTableNamesEveryField) {
   }
 }
 
+// A constraint over a compile bound: the request's fault, so HTTP answers 400 (not 429's
+// "retry later"), while gRPC keeps RESOURCE_EXHAUSTED; both name the field and the bound,
+// and neither counts as a full queue in request_failure_total.
+TEST(RequestFieldsTest, ConstraintBoundsAreTheRequestsFault) {
+  auto vocab = ConstraintVocabulary(Tiny(), {2});
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  constraint::CompileLimits bounds;
+  bounds.max_choices = 3;
+  bounds.max_text_bytes = 64;
+  constraint::ConstraintCache small(*vocab, bounds, 4);
+  RequestLimits limits = BaseLimits();
+  limits.constraints = &small;
+  struct Case {
+    std::function<void(v1::GenerateRequest&)> grpc;
+    json http;
+    const char* grpc_name;
+    const char* http_name;
+    const char* bound;  // a part of the message
+  };
+  const Case cases[] = {
+      {[](auto& r) {
+         for (const char* c : {"a", "b", "c", "d"}) r.mutable_constraint()->mutable_choice()->add_choices(c);
+       },
+       {{"guided_choice", {"a", "b", "c", "d"}}}, "constraint.choice.choices", "guided_choice", "at most 3 choices"},
+      {[](auto& r) { r.mutable_constraint()->set_regex(std::string(100, 'a')); },
+       {{"structured_outputs", {{"regex", std::string(100, 'a')}}}}, "constraint.regex", "structured_outputs.regex",
+       "the limit is 64"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.http_name);
+    v1::GenerateRequest r = BaseGrpc(Api::kCompletions);
+    c.grpc(r);
+    const absl::Status g = ToEngineRequest(FromGenerateRequest(r), Tiny(), limits, "x").status();
+    EXPECT_EQ(ToGrpcStatus(g).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << g;
+    EXPECT_EQ(g.message().rfind(absl::StrCat(c.grpc_name, ": "), 0), 0u) << g;
+    EXPECT_NE(g.message().find(c.bound), absl::string_view::npos) << g;
+    EXPECT_EQ(RefusalCode(g), absl::StatusCode::kInvalidArgument);
+
+    json body = BaseHttp(Api::kCompletions);
+    body.merge_patch(c.http);
+    auto parsed = ParseOpenAiRequest(OpenAiEndpoint::kCompletions, body.dump());
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    const absl::Status h = ToEngineRequest(parsed->input, Tiny(), limits, "x").status();
+    const HttpError e = ToHttpError(h);
+    EXPECT_EQ(e.status, 400) << e.body;
+    EXPECT_EQ(e.body["error"]["type"], "invalid_request_error");
+    EXPECT_EQ(e.body["error"]["param"], c.http_name);
+    const std::string message = e.body["error"]["message"];
+    EXPECT_EQ(message.rfind(absl::StrCat(c.http_name, ": "), 0), 0u) << message;
+    EXPECT_NE(message.find(c.bound), std::string::npos) << message;
+  }
+  // The queue's RESOURCE_EXHAUSTED is still 429 and counted as such.
+  EXPECT_EQ(ToHttpError(absl::ResourceExhaustedError("the waiting queue is full")).status, 429);
+  EXPECT_EQ(RefusalCode(absl::ResourceExhaustedError("full")), absl::StatusCode::kResourceExhausted);
+}
+
+// An engine without a tokenizer has no constraint cache: a constraint is refused up front.
+TEST(RequestFieldsTest, ConstraintsNeedATokenizer) {
+  RequestLimits limits = BaseLimits();
+  limits.constraints = nullptr;
+  v1::GenerateRequest r = BaseGrpc(Api::kCompletions);
+  r.mutable_constraint()->set_regex("a+");
+  const absl::Status g = ToEngineRequest(FromGenerateRequest(r), Tiny(), limits, "x").status();
+  EXPECT_EQ(g.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(g.message().find("constraints need a tokenizer"), absl::string_view::npos) << g;
+  EXPECT_EQ(ToHttpError(g).status, 400);
+  // Without a constraint the same limits are fine.
+  EXPECT_TRUE(ToEngineRequest(FromGenerateRequest(BaseGrpc(Api::kCompletions)), Tiny(), limits, "x").ok());
+}
+
 // A valid request goes through both paths to the same engine request.
 TEST(RequestFieldsTest, TheSameRequestBothWays) {
   v1::GenerateRequest r = BaseGrpc(Api::kCompletions);
@@ -398,6 +510,28 @@ TEST(RequestFieldsTest, TheSameRequestBothWays) {
   EXPECT_EQ(grpc_side->stop.stop_strings, http_side->stop.stop_strings);
   EXPECT_EQ(grpc_side->sampling.temperature, http_side->sampling.temperature);
   EXPECT_EQ(grpc_side->sampling.logit_bias, http_side->sampling.logit_bias);
+  EXPECT_EQ(grpc_side->constraint, nullptr);
+
+  // The same schema both ways: one compile, the same constraint (the cache's entry).
+  const std::string schema = R"({"properties":{"b":{"type":"string"},"a":{"type":"integer"}},"type":"object"})";
+  v1::GenerateRequest c = BaseGrpc(Api::kCompletions);
+  c.mutable_constraint()->set_json_schema(schema);
+  ConstraintCompileReport first, second;
+  auto grpc_constrained = ToEngineRequest(FromGenerateRequest(c), Tiny(), BaseLimits(), "x", &first);
+  ASSERT_TRUE(grpc_constrained.ok()) << grpc_constrained.status();
+  auto parsed_constrained = ParseOpenAiRequest(
+      OpenAiEndpoint::kCompletions,
+      absl::StrCat(R"({"prompt": "the cat", "response_format": {"type": "json_schema", "json_schema": {"schema": )",
+                   schema, "}}}"));
+  ASSERT_TRUE(parsed_constrained.ok()) << parsed_constrained.status();
+  auto http_constrained = ToEngineRequest(parsed_constrained->input, Tiny(), BaseLimits(), "x", &second);
+  ASSERT_TRUE(http_constrained.ok()) << http_constrained.status();
+  ASSERT_NE(grpc_constrained->constraint, nullptr);
+  EXPECT_EQ(grpc_constrained->constraint, http_constrained->constraint);
+  EXPECT_TRUE(first.attempted);
+  EXPECT_EQ(first.kind, constraint::ConstraintKind::kJsonSchema);
+  EXPECT_TRUE(second.attempted);
+  EXPECT_TRUE(second.cache_hit);
 }
 
 }  // namespace

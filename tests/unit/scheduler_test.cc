@@ -102,7 +102,7 @@ TEST(SequenceStateTest, NamesAndTerminalStates) {
     names.insert(SequenceStateName(s));
     EXPECT_EQ(IsFinished(s), s >= SequenceState::kFinishedEos) << SequenceStateName(s);
   }
-  EXPECT_EQ(names.size(), 10u);
+  EXPECT_EQ(names.size(), 11u);
   EXPECT_FALSE(IsFinished(SequenceState::kPreempted));
   EXPECT_STREQ(SequenceStateName(SequenceState::kFinishedLength), "finished_length");
 }

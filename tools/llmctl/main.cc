@@ -1,7 +1,7 @@
 // llmctl: command-line client for the llmserve gRPC API (docs/API.md).
 //
 //   llmctl [--addr HOST:PORT] COMMAND [FLAGS] [ARGS]
-//     generate   [sampling and stopping flags] PROMPT   stream a completion
+//     generate   [sampling, stopping, constraint flags] PROMPT   stream a completion
 //     chat       [--system TEXT] [sampling flags]       interactive chat over stdin
 //     tokenize   [--bos|--no-bos] [--pieces] TEXT       text -> token ids
 //     detokenize [--skip-special] ID...                 token ids -> text
@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <iterator>
@@ -217,6 +218,59 @@ absl::Status IdArgs(const std::vector<std::string>& positional, google::protobuf
   return absl::OkStatus();
 }
 
+// The whole file at `path` (for --json-schema and --grammar), checked to be UTF-8.
+absl::Status ReadTextFile(const std::string& flag, const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read '", path, "'"));
+  *out = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read '", path, "'"));
+  if (!IsValidUtf8(*out)) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", path, "' is not UTF-8"));
+  return absl::OkStatus();
+}
+
+// The output-constraint flags (generate and chat) into request->constraint.
+void AddConstraintFlags(v1::GenerateRequest* request, std::vector<std::string>* kinds, FlagTable* flags) {
+  v1::OutputConstraint* c = request->mutable_constraint();
+  (*flags)["json-schema"] = {true, [c, kinds](const std::string& v) {
+                               kinds->push_back("--json-schema");
+                               return ReadTextFile("json-schema", v, c->mutable_json_schema());
+                             }};
+  (*flags)["grammar"] = {true, [c, kinds](const std::string& v) {
+                           kinds->push_back("--grammar");
+                           return ReadTextFile("grammar", v, c->mutable_grammar());
+                         }};
+  (*flags)["regex"] = StringFlag([c, kinds](const std::string& v) {
+    kinds->push_back("--regex");
+    c->set_regex(v);
+  });
+  (*flags)["choice"] = StringFlag([c, kinds](const std::string& v) {
+    kinds->push_back("--choice");
+    v1::ChoiceList* list = c->mutable_choice();
+    list->clear_choices();
+    for (absl::string_view one : absl::StrSplit(v, '|')) list->add_choices(std::string(one));
+  });
+  (*flags)["json-object"] = Switch([c, kinds] {
+    kinds->push_back("--json-object");
+    c->mutable_json_object();
+  });
+  (*flags)["flexible-whitespace"] = Switch([c] { c->set_flexible_whitespace(true); });
+}
+
+// After parsing: at most one constraint flag; --flexible-whitespace only with one.
+absl::Status CheckConstraintFlags(const std::vector<std::string>& kinds, v1::GenerateRequest* request) {
+  if (kinds.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kinds[0], " and ", kinds[1], " both constrain the output: give one"));
+  }
+  if (kinds.empty()) {
+    if (request->constraint().flexible_whitespace()) {
+      return absl::InvalidArgumentError("--flexible-whitespace needs --json-schema or --json-object");
+    }
+    request->clear_constraint();
+  }
+  return absl::OkStatus();
+}
+
 // Subcommand: its flags, how to check the arguments, and how to run.
 struct Command {
   const char* usage;
@@ -266,6 +320,7 @@ int main(int argc, char** argv) {
   v1::TokenizeRequest tok;
   v1::DetokenizeRequest detok;
   bool pieces = false, token_ids = false;
+  std::vector<std::string> constraint_flags;  // the constraint flags given, in order
   std::string service;
   std::map<std::string, Command> commands;
 
@@ -284,6 +339,7 @@ int main(int argc, char** argv) {
   g["stop-token-id"] = IntFlag<int32_t>("stop-token-id", [&](int32_t x) { gen.add_stop_token_ids(x); });
   g["ignore-eos"] = Switch([&] { gen.set_ignore_eos(true); });
   g["request-id"] = StringFlag([&](const std::string& v) { gen.set_request_id(v); });
+  AddConstraintFlags(&gen, &constraint_flags, &g);
   };
 
   Command& generate = commands["generate"];
@@ -296,6 +352,7 @@ int main(int argc, char** argv) {
   g["no-bos"] = Switch([&] { gen.set_add_bos(false); });
   g["token-ids"] = Switch([&] { token_ids = true; });
   generate.check_args = [&](const std::vector<std::string>& pos_args) {
+    if (absl::Status st = CheckConstraintFlags(constraint_flags, &gen); !st.ok()) return st;
     if (token_ids) return IdArgs(pos_args, gen.mutable_tokens()->mutable_ids());
     return TextArg(pos_args, "PROMPT", gen.mutable_text());
   };
@@ -309,7 +366,8 @@ int main(int argc, char** argv) {
   chat.flags["system"] = StringFlag([&](const std::string& v) { chat_options.system = v; });
   chat.flags["show-prompt"] = Switch([&] { chat_options.show_prompt = true; });
   chat.flags["no-stats"] = Switch([&] { chat_options.stats = false; });
-  chat.check_args = [](const std::vector<std::string>& a) {
+  chat.check_args = [&](const std::vector<std::string>& a) {
+    if (absl::Status st = CheckConstraintFlags(constraint_flags, &gen); !st.ok()) return st;
     return a.empty() ? absl::OkStatus() : absl::InvalidArgumentError("chat takes no arguments (it reads stdin)");
   };
   chat.run = [&](const llmctl::Client& c) { return llmctl::RunChat(c, gen, chat_options); };

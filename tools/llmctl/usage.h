@@ -56,6 +56,13 @@ inline constexpr const char* kGenerateUsage =
     "  --stop S                  stop string (repeatable, up to 16)\n"
     "  --stop-token-id ID        stop token id (repeatable)\n"
     "  --ignore-eos              keep generating past EOS\n"
+    "structured output (one of; the output must match it, checked by the server):\n"
+    "  --json-schema FILE        a JSON Schema (the file's JSON text)\n"
+    "  --json-object             any JSON object\n"
+    "  --regex RE                a regular expression the whole output matches\n"
+    "  --choice 'a|b|c'          exactly one of these strings ('|' separates them)\n"
+    "  --grammar FILE            a GBNF grammar (llama.cpp's syntax, start rule root)\n"
+    "  --flexible-whitespace     JSON with any whitespace between tokens [compact]\n"
     "input and output:\n"
     "  --no-bos | --bos          do not / do prepend BOS [the tokenizer's default]\n"
     "  --token-ids               PROMPT is token ids (\"1,2,3\" or several arguments)\n"
@@ -65,8 +72,8 @@ inline constexpr const char* kGenerateUsage =
     "  --json                    one JSON line per response message instead of text\n"
     "  --addr HOST:PORT, --timeout SECONDS (default: none)\n"
     "\n"
-    "exit codes: 0 when the final message has finish reason EOS, STOP_SEQUENCE, STOP_TOKEN\n"
-    "or LENGTH; 1 on a non-OK status or finish reason CANCELLED, DEADLINE or ERROR;\n"
+    "exit codes: 0 when the final message has finish reason EOS, STOP_SEQUENCE, STOP_TOKEN,\n"
+    "LENGTH or CONSTRAINT; 1 on a non-OK status or finish reason CANCELLED, DEADLINE or ERROR;\n"
     "2 bad usage; 130 Ctrl-C.\n";
 
 // `llmctl chat --help`.
@@ -81,7 +88,8 @@ inline constexpr const char* kChatUsage =
     "  --system TEXT       a system message opening the conversation\n"
     "  --show-prompt       print each rendered prompt (ApplyChatTemplate) to stderr\n"
     "  --no-stats          no [finish reason, tokens, speed] line after each reply\n"
-    "  sampling and stopping flags as for generate (--temperature, --max-tokens, --seed, ...)\n"
+    "  sampling, stopping and structured-output flags as for generate (--temperature,\n"
+    "  --max-tokens, --seed, --json-schema FILE, ...): every reply is constrained\n"
     "  --addr HOST:PORT, --timeout SECONDS (per reply; default: none)\n";
 
 // `llmctl tokenize --help`.
