@@ -6,7 +6,8 @@ SERVER/ROUND/CELL): per cell and round the ratio of llmserve to each other serve
   bench/peer_summary.py RESULTS.jsonl
 
 Cells: c16, c8 generated tok/s; c16 TTFT p50; c1 decode tok/s (1 / TPOT p50); prefill
-time (TTFT p50 of the prefill cell); prefix and chat4 TTFT p50 and generated tok/s. Then
+time (TTFT p50 of the prefill cell); prefix and chat4 TTFT p50 and generated tok/s; json16
+(JSON-Schema-constrained c16) generated tok/s. Then
 each server's prefix-cache hit rate (cached / prompt tokens) in the prefix and chat4 cells,
 and the failed and mismatched requests per server.
 """
@@ -24,6 +25,7 @@ METRICS = [  # (name, cell, value of a report)
     ("prefix gen tok/s", "prefix", lambda r: r["gen_tok_s"]),
     ("chat4 TTFT p50 s", "chat4", lambda r: r["ttft_s"]["p50"]),
     ("chat4 gen tok/s", "chat4", lambda r: r["gen_tok_s"]),
+    ("json16 gen tok/s", "json16", lambda r: r["gen_tok_s"]),
 ]
 CACHE_CELLS = ("prefix", "chat4")
 NAMES = {"llamacpp": "llama.cpp"}

@@ -7,7 +7,7 @@
 #                           [--prefill-len 512] [--cells c16,c8,c1,prefill] [--llmserve-args "..."]
 #                           [--warmup 16] [--prefix-len 1024] [--prefix-input-len 64] [--chat-prefix-len 512]
 #                           [--chat-turns 4] [--chat-len 32]
-#                           [--baseline-args "..."] [--label NAME] [--grpc]
+#                           [--baseline-args "..."] [--label NAME] [--grpc] [--json-schema FILE]
 #   env: BUILD_DIR (default build)
 #
 # Cells, each run by llmbench --backend openai against both servers (the same client: a
@@ -29,6 +29,10 @@
 # ("return_token_ids"), llama-server in each chunk's "__verbose" (llmbench asks with
 # "verbose": true when --turns > 1). --grpc runs llmserve's cells over gRPC instead (the
 # HTTP path's cost).
+# Structured-output cell (not in the default --cells): `json16`, 16 concurrent streams of
+# --requests requests like c16, each constrained by the JSON Schema in --json-schema FILE
+# (llama.cpp's "json_schema" field, which both servers accept), EOS not ignored (a finished
+# object ends the request); compare with c16 of the same run for the cost of the constraint.
 # --baseline-args "ARGS" adds a third server each round, llmserve-base: llmserve with ARGS
 # appended (e.g. --baseline-args "--prefix-caching off"), reported as llmserve / llmserve-base.
 # Each round starts one server, warms it up (2 short requests), runs every cell, stops it,
@@ -58,7 +62,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 model=""; llama=""; rounds=3; threads=2; requests=32; c1_requests=8; in_len=128; out_len=128; prefill_len=512
 llmserve_args=""; label=""; cells="c16,c8,c1,prefill"; llmserve_api=openai
-warmup=16; prefix_len=1024; prefix_in=64; chat_prefix_len=512; chat_turns=4; chat_len=32; baseline_args=""; baseline=0
+json_schema=""; warmup=16; prefix_len=1024; prefix_in=64; chat_prefix_len=512; chat_turns=4; chat_len=32; baseline_args=""; baseline=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -81,11 +85,13 @@ while [ $# -gt 0 ]; do
     --chat-len) chat_len="$2"; shift 2 ;;
     --baseline-args) baseline_args="$2"; baseline=1; shift 2 ;;
     --label) label="$2"; shift 2 ;;
-    -h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --json-schema) json_schema="$2"; shift 2 ;;
+    -h|--help) sed -n '2,61p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 if [ -z "$model" ] || [ -z "$llama" ]; then echo "give --model FILE.gguf and --llama-server PATH (see --help)" >&2; exit 2; fi
+case ",$cells," in *",json16,"*) [ -f "$json_schema" ] || { echo "the json16 cell needs --json-schema FILE" >&2; exit 2; } ;; esac
 if [ ! -x "$llama" ]; then echo "$llama: not an executable llama-server (see --help for how to build it)" >&2; exit 2; fi
 [ -n "$label" ] || label="$(basename "$model" .gguf)"
 
@@ -168,7 +174,8 @@ bench() {  # $1 server, $2 round, $3 cell, then llmbench flags
   elif [ "$llmserve_api" = grpc ]; then
     backend=(--backend grpc --addr "$addr")
   fi
-  "$build/bench/llmbench" "${backend[@]}" --ignore-eos --progress off --allow-failures \
+  local eos=(--ignore-eos); [ "$cell" != json16 ] || eos=()  # a finished object ends its request
+  "$build/bench/llmbench" "${backend[@]}" "${eos[@]}" --progress off --allow-failures \
     --label "$server/$round/$cell" --jsonl "$stem.jsonl" "$@" | grep -E 'Generated tokens|TTFT |TPOT|ok / failed|Cached tokens|Per turn|^  turn '
 }
 run_cells() {  # $1 server, $2 round
@@ -182,6 +189,12 @@ run_cells() {  # $1 server, $2 round
     echo "### $1 round $2 c$c"
     bench "$1" "$2" "c$c" --concurrency "$c" --requests "$n" --input-len "$in_len" --output-len "$out_len"
   done
+  case ",$cells," in
+    *",json16,"*)
+      echo "### $1 round $2 json16"
+      bench "$1" "$2" json16 --concurrency 16 --requests "$requests" --input-len "$in_len" --output-len "$out_len" \
+        --json-schema "$json_schema" ;;
+  esac
   case ",$cells," in
     *",prefill,"*)
       echo "### $1 round $2 prefill $prefill_len"

@@ -130,6 +130,11 @@ std::map<std::string, Flag> Flags(BenchOptions* o) {
                           &o->token_offset);
   f["vocab"] = Int("vocabulary size for random ids; 0 = GetModelInfo's (0)", &o->vocab);
   f["ignore-eos"] = Switch("generate past EOS (every request gets its --output-len)", &o->ignore_eos);
+  f["json-schema"] = String("constrain every output to the JSON Schema in FILE (openai: llama.cpp's \"json_schema\")",
+                            &o->json_schema_file);
+  f["regex"] = String("constrain every output to match RE (openai: structured_outputs.regex)", &o->regex);
+  f["grammar"] = String("constrain every output to the GBNF grammar in FILE (openai: \"grammar\")",
+                        &o->grammar_file);
   f["temperature"] = {"sampling temperature; 0 = greedy (0)", true, [o](const std::string& v) {
                         float x = 0;
                         if (!absl::SimpleAtof(v, &x)) return false;

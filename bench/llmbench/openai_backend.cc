@@ -57,6 +57,17 @@ std::string RequestBody(const v1::GenerateRequest& r, const BenchOptions& o, con
     for (int id = o.ban_first; id <= o.ban_last; ++id) bias[std::to_string(id)] = -100;
     j["logit_bias"] = std::move(bias);
   }
+  if (r.constraint().has_regex()) j["structured_outputs"] = {{"regex", r.constraint().regex()}};
+  if (r.constraint().has_grammar()) j["grammar"] = r.constraint().grammar();
+  if (r.constraint().has_json_schema()) {
+    // The schema goes in as its own text: a JSON object re-serialized here would reorder its
+    // keys, and property order is part of what the servers generate.
+    j["json_schema"] = "@schema@";
+    std::string body = j.dump();
+    const std::string mark = "\"@schema@\"";
+    body.replace(body.find(mark), mark.size(), r.constraint().json_schema());
+    return body;
+  }
   return j.dump();
 }
 

@@ -29,6 +29,9 @@ absl::Status BenchOptions::Validate() const {
   if (backend != "grpc" && backend != "openai") {
     return absl::InvalidArgumentError("--backend must be grpc or openai");
   }
+  if (!json_schema_file.empty() + !regex.empty() + !grammar_file.empty() > 1) {
+    return absl::InvalidArgumentError("give at most one of --json-schema, --regex, --grammar");
+  }
   if (ban_first >= 0 && backend == "grpc") {
     return absl::InvalidArgumentError("--ban-ids is only sent over HTTP (--backend openai)");
   }

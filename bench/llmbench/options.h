@@ -44,6 +44,12 @@ struct BenchOptions {
   int token_offset = 3;                  // random ids drawn from [token_offset, vocab)
   int vocab = 0;                         // 0 = GetModelInfo's vocab_size
   bool ignore_eos = false;
+  // Structured outputs: every request's output is constrained by one of these (gRPC:
+  // GenerateRequest.constraint; openai: llama.cpp's "json_schema" / "grammar", vLLM's
+  // structured_outputs.regex). Files are read when the requests are built.
+  std::string json_schema_file;
+  std::string regex;
+  std::string grammar_file;
   int ban_first = -1, ban_last = -1;     // openai: ids [first, last] are banned (logit_bias); -1 = none
   std::optional<float> temperature = 0.0f;  // greedy unless given
   std::optional<int> top_k;

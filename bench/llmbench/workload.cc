@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -93,6 +94,23 @@ absl::StatusOr<std::vector<v1::GenerateRequest>> BuildRequests(const BenchOption
       random_tokens ? RandomPrompt(options.shared_prefix_len, options.token_offset, limits, rng)
                     : std::vector<int32_t>();
   const int prefix_len = static_cast<int>(prefix.size());
+  v1::OutputConstraint constraint;
+  auto read = [](const std::string& path, std::string* out) -> absl::Status {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+    std::stringstream s;
+    s << in.rdbuf();
+    *out = s.str();
+    return absl::OkStatus();
+  };
+  if (!options.json_schema_file.empty()) {
+    if (absl::Status s = read(options.json_schema_file, constraint.mutable_json_schema()); !s.ok()) return s;
+  } else if (!options.grammar_file.empty()) {
+    if (absl::Status s = read(options.grammar_file, constraint.mutable_grammar()); !s.ok()) return s;
+  } else if (!options.regex.empty()) {
+    constraint.set_regex(options.regex);
+  }
+  const bool constrained = constraint.kind_case() != v1::OutputConstraint::KIND_NOT_SET;
   std::vector<v1::GenerateRequest> requests(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     v1::GenerateRequest& r = requests[static_cast<size_t>(i)];
@@ -122,6 +140,7 @@ absl::StatusOr<std::vector<v1::GenerateRequest>> BuildRequests(const BenchOption
     if (options.top_p) r.set_top_p(*options.top_p);
     r.set_seed(options.seed + static_cast<uint64_t>(i));
     if (!options.cache_salt.empty()) r.set_cache_salt(options.cache_salt);
+    if (constrained) *r.mutable_constraint() = constraint;
   }
   return requests;
 }
