@@ -86,7 +86,7 @@ while [ $# -gt 0 ]; do
     --baseline-args) baseline_args="$2"; baseline=1; shift 2 ;;
     --label) label="$2"; shift 2 ;;
     --json-schema) json_schema="$2"; shift 2 ;;
-    -h|--help) sed -n '2,61p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
