@@ -2,8 +2,8 @@
 // against a tokenizer and show what it became; check an instance against it token by
 // token; or run MaskBench's method over a directory of MaskBench files.
 //
-//   llmgrammar --tokenizer DIR --json-schema schema.json [--print-grammar]
-//   llmgrammar --tokenizer DIR --regex '[a-z]+@[a-z]+\.com' --check-text 'me@x.com'
+//   llmgrammar --tokenizer DIR --json_schema schema.json [--print_grammar]
+//   llmgrammar --tokenizer DIR --regex '[a-z]+@[a-z]+\.com' --check_text 'me@x.com'
 //   llmgrammar --tokenizer DIR --bench maskbench/data [--list FILE]
 #include <algorithm>
 #include <chrono>
