@@ -35,6 +35,7 @@ WORKDIR /src
 # Only what the two binaries need, so edits to tests, docs or deploy/ reuse the build layer.
 COPY CMakeLists.txt ./
 COPY proto/ proto/
+COPY constraint/ constraint/
 COPY model/ model/
 COPY scheduler/ scheduler/
 COPY server/ server/
