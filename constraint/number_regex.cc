@@ -264,7 +264,7 @@ class Builder {
     if (lo == "0") {
       alts.push_back(Char('0'));
       if (hi && *hi == "0") return alts[0];
-      lo = "1";
+      lo.assign(1, '1');
     }
     const size_t la = lo.size();
     if (hi && hi->size() == la) {
@@ -276,7 +276,7 @@ class Builder {
         if (lb - la >= 2) {
           alts.push_back(p_.Concat({Digits('1', '9'), AnyDigits(Count(la), Count(lb - 2))}));
         }
-        alts.push_back(SameLength("1" + std::string(lb - 1, '0'), *hi));
+        alts.push_back(SameLength(absl::StrCat("1", std::string(lb - 1, '0')), *hi));
       } else {
         alts.push_back(p_.Concat({Digits('1', '9'), AnyDigits(Count(la), RegexPool::kUnbounded)}));
       }

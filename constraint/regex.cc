@@ -225,6 +225,12 @@ void SplitUtf8(uint32_t lo, uint32_t hi, std::vector<Utf8Seq>* out) {
 
 }  // namespace
 
+std::string EncodeUtf8(uint32_t cp) {
+  uint8_t bytes[4];
+  Encode(cp, bytes);
+  return std::string(reinterpret_cast<const char*>(bytes), EncodedLength(cp));
+}
+
 RegexId RegexPool::CodepointRanges(std::span<const std::pair<uint32_t, uint32_t>> ranges) {
   std::vector<std::pair<uint32_t, uint32_t>> rs;
   for (auto [lo, hi] : ranges) {
@@ -309,7 +315,7 @@ std::string ByteSetString(const ByteSet& s) {
     unsigned e = b;
     while (e + 1 < 256 && s.Has(static_cast<uint8_t>(e + 1))) ++e;
     out += show(b);
-    if (e > b) out += "-" + show(e);
+    if (e > b) absl::StrAppend(&out, "-", show(e));
     b = e + 1;
   }
   return out + "]";
@@ -327,7 +333,7 @@ std::string RegexPool::ToString(RegexId id) const {
       std::string out;
       for (RegexId c : n.children) {
         bool paren = nodes_[c].kind == RegexKind::kAlt;
-        out += paren ? "(" + ToString(c) + ")" : ToString(c);
+        out += paren ? absl::StrCat("(", ToString(c), ")") : ToString(c);
       }
       return out;
     }
@@ -342,7 +348,7 @@ std::string RegexPool::ToString(RegexId id) const {
     case RegexKind::kRepeat: {
       RegexId c = n.children[0];
       bool atom = nodes_[c].kind == RegexKind::kBytes;
-      std::string inner = atom ? ToString(c) : "(" + ToString(c) + ")";
+      std::string inner = atom ? ToString(c) : absl::StrCat("(", ToString(c), ")");
       if (n.min == 0 && n.max == 1) return inner + "?";
       if (n.min == 0 && n.max == kUnbounded) return inner + "*";
       if (n.min == 1 && n.max == kUnbounded) return inner + "+";

@@ -42,6 +42,9 @@ class ByteSet {
   std::array<uint64_t, 4> bits_{};
 };
 
+// The UTF-8 bytes of code point cp (<= 0x10FFFF).
+std::string EncodeUtf8(uint32_t cp);
+
 using RegexId = uint32_t;
 
 enum class RegexKind : uint8_t {

@@ -28,26 +28,6 @@ using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
 // the recursion against a hand-built CharRegex.
 constexpr int kMaxLowerDepth = 10'000;
 
-std::string Utf8(uint32_t cp) {
-  std::string out;
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-  return out;
-}
-
 bool IsSurrogate(uint32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
 
 // Code points that JSON writes escaped.
@@ -96,7 +76,7 @@ class Lowerer {
       const uint32_t cp = ranges[0].first;
       if (cp > 0x10FFFF || IsSurrogate(cp)) return pool_.Nothing();
       if (encoding_ == RegexEncoding::kUtf8 || (!JsonEscaped(cp) && cp != '/')) {
-        return pool_.Literal(Utf8(cp));
+        return pool_.Literal(EncodeUtf8(cp));
       }
     }
     if (encoding_ == RegexEncoding::kUtf8) return pool_.CodepointRanges(ranges);
