@@ -55,7 +55,15 @@ void Engine::RunStep() {
   ++steps_;
   StartMasks(plan);
   const absl::Status fwd = Forward(plan);
-  if (!mask_jobs_.empty()) mask_worker_->Wait();
+  // The masks' figures are read now: a request that finishes this step takes its mask
+  // state with it.
+  const auto masks = static_cast<int32_t>(mask_jobs_.size());
+  absl::Duration mask_time;
+  if (masks > 0) {
+    mask_worker_->Wait();
+    for (const MaskWorker::Job& j : mask_jobs_) mask_time += *j.duration;
+    mask_jobs_.clear();
+  }
   const absl::Time t2 = Now();
   absl::Time t3 = t2;
   if (!fwd.ok()) {
@@ -76,8 +84,8 @@ void Engine::RunStep() {
     r.forward = t2 - t1;
     r.sample = t3 - t2;
     r.emit = t4 - t3;
-    r.constraint_masks = static_cast<int32_t>(mask_jobs_.size());
-    for (const MaskWorker::Job& j : mask_jobs_) r.constraint_mask_time += *j.duration;
+    r.constraint_masks = masks;
+    r.constraint_mask_time = mask_time;
     r.stats = Stats();
     observer_->OnStep(r);
   }

@@ -2,6 +2,7 @@
 // tokenizer): every output matches its constraint and ends as the constraint says;
 // outputs are the same alone, batched and preempted; a constraint the vocabulary cannot
 // satisfy ends the request with an error, not a crash.
+#include <mutex>
 #include <regex>
 
 #include "constraint/constraint_spec.h"
@@ -126,6 +127,50 @@ TEST(EngineConstraintTest, UnsatisfiableConstraintEndsWithError) {
   std::vector<int32_t> want = FakeGreedy(Prompt(5, 1), 10, kVocab);
   want.erase(std::find(want.begin(), want.end(), 2), want.end());  // EOS (2) ends it
   EXPECT_EQ(ok.ids, want);
+}
+
+// Counts the masks the engine reports, step by step.
+class MaskCountingObserver : public EngineObserver {
+ public:
+  void OnStep(const StepReport& r) override {
+    std::lock_guard<std::mutex> l(mu_);
+    masks_ += r.constraint_masks;
+    negative_ = negative_ || r.constraint_mask_time < absl::ZeroDuration();
+    no_time_ = no_time_ || (r.constraint_masks == 0 && r.constraint_mask_time != absl::ZeroDuration());
+  }
+  std::mutex mu_;
+  int64_t masks_ = 0;
+  bool negative_ = false, no_time_ = false;
+};
+
+// The observer hears of one mask for every token sampled under a constraint, including
+// the step where the request finishes and its mask state goes away.
+TEST(EngineConstraintTest, ObserverCountsOneMaskPerConstrainedSample) {
+  std::unique_ptr<Tokenizer> tok = ::llmserve::testing::MakeTinyTokenizer();
+  MaskCountingObserver obs;
+  Harness h(ConfigWithEos(), {}, tok.get(), &obs);
+  ASSERT_NE(h.engine, nullptr);
+  h.engine->Start();
+  std::vector<RequestHandle> hs;
+  for (int i = 0; i < 6; ++i) {
+    EngineRequest r = Sampled(Prompt(4 + i, i), 40, 300 + i);
+    r.constraint = Compile(*h.engine, Regex(i % 2 ? "[a-z]{3,6}" : "(cat|dog)"));
+    hs.push_back(MustSubmit(*h.engine, r));
+  }
+  hs.push_back(MustSubmit(*h.engine, Greedy(Prompt(6, 9), 8)));  // unconstrained: no masks
+  int64_t sampled = 0;
+  for (size_t i = 0; i + 1 < hs.size(); ++i) {
+    CollectedGeneration g = Collect(hs[i]);
+    // EOS is sampled under the mask but not appended.
+    sampled += static_cast<int64_t>(g.ids.size()) + (g.final_event.reason == SequenceState::kFinishedEos ? 1 : 0);
+  }
+  Collect(hs.back());
+  ASSERT_TRUE(h.engine->WaitIdle(kWait));
+  h.engine->Stop();  // OnStep of the last step has returned
+  std::lock_guard<std::mutex> l(obs.mu_);
+  EXPECT_EQ(obs.masks_, sampled);
+  EXPECT_FALSE(obs.negative_);
+  EXPECT_FALSE(obs.no_time_);
 }
 
 TEST(EngineConstraintTest, NoTokenizerNoConstraints) {
