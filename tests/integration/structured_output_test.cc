@@ -5,6 +5,7 @@
 // greedy and seeded sampling; bad and hostile constraints get a clear 400 (or gRPC status)
 // naming the field, and the server serves on afterwards; the metrics count it all.
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -94,6 +95,15 @@ class StructuredOutputTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(server_, nullptr) << (start_error_ != nullptr ? *start_error_ : "");
     stub_ = server_->stub();
+  }
+  // The suite's server outlives each test, so its log is printed here when a test fails
+  // (ServerProcess prints it only when destroyed during a failing test).
+  void TearDown() override {
+    if (!HasFailure() || server_ == nullptr) return;
+    const std::string log = server_->Log();
+    constexpr size_t kTail = 16000;
+    std::cerr << "---- server log (last " << kTail << " bytes) ----\n"
+              << (log.size() > kTail ? log.substr(log.size() - kTail) : log) << "---- end of server log ----\n";
   }
 
   static HttpResult Complete(json body) {
