@@ -19,6 +19,18 @@
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"
 
+// gcc says __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define LLMSERVE_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LLMSERVE_TEST_UNDER_ASAN 1
+#endif
+#endif
+#ifndef LLMSERVE_TEST_UNDER_ASAN
+#define LLMSERVE_TEST_UNDER_ASAN 0
+#endif
+
 namespace llmserve::testing {
 namespace {
 
@@ -202,7 +214,7 @@ TEST_F(OverloadTest, SixtySecondSoakKeepsMemoryFlat) {
   for (std::thread& t : workers) t.join();
 
   ASSERT_GT(middle, 0);
-#if defined(__SANITIZE_ADDRESS__)
+#if LLMSERVE_TEST_UNDER_ASAN
   // AddressSanitizer keeps freed memory in its quarantine (up to 256 MiB) to catch uses
   // after free, so an ASan server's RSS grows with traffic by design; the release build
   // checks the bound.
