@@ -6,13 +6,13 @@
 # Usage: scripts/fuzz-test.sh [target ...]     (default: every target)
 #   FUZZ_SECONDS          time per target (default 60)
 #   FUZZ_JOBS             targets run at once (default: nproc)
-#   BUILD_DIR             build directory (default build-fuzz)
+#   BUILD_DIR             build directory (default build-asan, shared with the sanitizer suites)
 #   LLMSERVE_TEST_ASSETS  shared assets (default ../shared); without them only the
 #                         committed corpus seeds the run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build_dir="${BUILD_DIR:-build-fuzz}"
+build_dir="${BUILD_DIR:-build-asan}"
 seconds="${FUZZ_SECONDS:-60}"
 jobs="${FUZZ_JOBS:-$(nproc)}"
 assets="${LLMSERVE_TEST_ASSETS:-../shared}"
@@ -21,14 +21,8 @@ targets=("$@")
 [ "${#targets[@]}" -gt 0 ] || targets=("${all[@]}")
 
 scripts/install-deps.sh
-launcher=()
-if [ "${LLMSERVE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR="$PWD" CCACHE_SLOPPINESS=locale
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
-# RelWithDebInfo: symbolized reports; the tests and benchmarks are not needed here.
-CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DLLMSERVE_FUZZ=ON -DLLMSERVE_BUILD_TESTS=OFF -DLLMSERVE_BUILD_BENCH=OFF "${launcher[@]}"
+# The asan flavour: the objects LLMSERVE_SANITIZE=1 scripts/test.sh built are reused.
+scripts/configure.sh asan "$build_dir"
 cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]/%/_fuzzer}"
 
 # Seeds from the shared assets, per target (large files are cut to -max_len by libFuzzer).

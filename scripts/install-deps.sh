@@ -5,6 +5,8 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates ccache
+  # Linking the test executables (scripts/configure.sh uses it when present)
+  mold
   # RPC and serialization
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Core libraries

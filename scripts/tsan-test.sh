@@ -13,15 +13,7 @@ tests=(block_pool_test admission_test scheduler_test scheduler_finish_test sched
        stream_pump_test http_server_test openai_server_test openai_service_test engine_constraint_test)
 
 scripts/install-deps.sh
-# ccache (in install-deps.sh) makes a rebuild on the same machine cheap, and
-# scripts/container-test.sh lends this cache to the image's build. LLMSERVE_CCACHE=0: off.
-launcher=()
-if [ "${LLMSERVE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR="$PWD"  # relative paths: the same objects from any checkout
-  export CCACHE_SLOPPINESS=locale  # LANG may differ (the image build has none)
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
-cmake -S . -B "$build_dir" -G Ninja -DLLMSERVE_TSAN=ON -DLLMSERVE_BUILD_TESTS=ON -DLLMSERVE_BUILD_BENCH=OFF "${launcher[@]}"
+scripts/configure.sh tsan "$build_dir"
 cmake --build "$build_dir" --parallel "$(nproc)" --target "${tests[@]}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}"
 
