@@ -12,6 +12,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "$#" -lt 2 ]; then
+  echo "usage: scripts/configure.sh release|asan|tsan BUILD_DIR [extra cmake args...]" >&2
+  exit 2
+fi
 flavour="$1"
 build_dir="$2"
 shift 2
